@@ -1,0 +1,240 @@
+// Loading real-layout folders and refusing every kind of damaged one with a message that names
+// the file and the tensor or field.
+#include "model/checkpoint.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+#include "core/error.h"
+#include "core/half.h"
+#include "model/model_weights.h"
+#include "model/safetensors.h"
+#include "model/test_model.h"
+#include "model/weight_names.h"
+
+namespace mosaic {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using nlohmann::json;
+
+ModelConfig small_config(Family family) {
+  ModelConfig c = test_model_preset(family, "tiny");
+  c.hidden = 64, c.layers = 2, c.heads = 4, c.kv_heads = 2, c.head_dim = 16, c.ffn = 96;
+  c.vocab = 128, c.mask_token_id = 120, c.eos_token_id = 121, c.pad_token_id = 121;
+  return c;
+}
+
+class CheckpointTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("mosaic_checkpoint_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  void write(Family family, int shards = 1, DType dtype = DType::bf16) {
+    TestModelOptions options;
+    options.shards = shards;
+    options.dtype = dtype;
+    options.seed = 5;
+    write_test_model(small_config(family), options, dir_);
+  }
+
+  std::string load_error() {
+    try {
+      Model::load(dir_);
+    } catch (const Error& error) {
+      return error.what();
+    }
+    return "";
+  }
+
+  // Rewrites model.safetensors with zero data for the given tensor list.
+  void rewrite_single_file(const std::vector<SafetensorsTensorSpec>& specs) {
+    const SafetensorsLayout layout = layout_safetensors(specs, {});
+    std::ofstream file(dir_ / "model.safetensors", std::ios::binary | std::ios::trunc);
+    file << layout.header;
+    file << std::string(layout.file_bytes - layout.header.size(), '\0');
+  }
+
+  std::vector<SafetensorsTensorSpec> family_specs(Family family) {
+    std::vector<SafetensorsTensorSpec> specs;
+    for (const WeightSpec& spec : family_weight_specs(small_config(family)))
+      specs.push_back({spec.name, DType::bf16, spec.shape});
+    return specs;
+  }
+
+  json read_json(const std::string& name) {
+    std::ifstream in(dir_ / name);
+    return json::parse(in);
+  }
+  void write_json(const std::string& name, const json& value) {
+    std::ofstream(dir_ / name) << value.dump(2);
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(CheckpointTest, LoadsSingleFileLlada) {
+  write(Family::llada);
+  const auto model = Model::load(dir_);
+  EXPECT_EQ(model->config().family, Family::llada);
+  EXPECT_EQ(model->weights().layers.size(), 2u);
+  EXPECT_EQ(model->weights().layers[1].up.name, "model.transformer.blocks.1.up_proj.weight");
+  EXPECT_FALSE(model->weights().layers[0].q_bias);
+  EXPECT_EQ(model->weights().lm_head.name, "model.transformer.ff_out.weight");
+  EXPECT_EQ(model->weights().embedding.dtype, DType::bf16);
+  // Norm weights were drawn around 1 (see write_test_model).
+  const auto* norm = static_cast<const uint16_t*>(model->weights().final_norm.data);
+  EXPECT_NEAR(bf16_to_f32(norm[0]), 1.0f, 0.6f);
+}
+
+TEST_F(CheckpointTest, LoadsShardedDream) {
+  write(Family::dream, 3, DType::f16);
+  EXPECT_TRUE(fs::exists(dir_ / "model-00003-of-00003.safetensors"));
+  const auto model = Model::load(dir_);
+  EXPECT_EQ(model->config().family, Family::dream);
+  EXPECT_TRUE(model->weights().layers[1].k_bias);
+  EXPECT_EQ(model->weights().layers[1].k.shape, (std::vector<int64_t>{32, 64}));
+  EXPECT_EQ(model->weights().lm_head.name, "lm_head.weight");
+  EXPECT_EQ(model->weights().embedding.dtype, DType::f16);
+}
+
+TEST_F(CheckpointTest, SameSeedSameBytesWhateverTheSharding) {
+  write(Family::llada, 1);
+  const auto single = Model::load(dir_);
+  const fs::path other = dir_.string() + "_sharded";
+  TestModelOptions options;
+  options.shards = 4;
+  options.seed = 5;
+  write_test_model(small_config(Family::llada), options, other);
+  const auto sharded = Model::load(other);
+  const WeightView& a = single->weights().layers[1].down;
+  const WeightView& b = sharded->weights().layers[1].down;
+  EXPECT_EQ(std::memcmp(a.data, b.data, 64 * 96 * 2), 0);
+  fs::remove_all(other);
+}
+
+TEST_F(CheckpointTest, TiedEmbeddingsNeedNoHead) {
+  ModelConfig config = small_config(Family::llada);
+  config.tied_embeddings = true;
+  write_test_model(config, {}, dir_);
+  const auto model = Model::load(dir_);
+  EXPECT_EQ(model->weights().lm_head.data, model->weights().embedding.data);
+}
+
+TEST_F(CheckpointTest, TruncatedFile) {
+  write(Family::llada);
+  fs::resize_file(dir_ / "model.safetensors", fs::file_size(dir_ / "model.safetensors") - 100);
+  EXPECT_THAT(load_error(), HasSubstr("model.safetensors: tensor 'model.transformer.ff_out.weight': "
+                                      "data ["));
+  EXPECT_THAT(load_error(), HasSubstr("(truncated file?)"));
+}
+
+TEST_F(CheckpointTest, HeaderLengthBeyondFile) {
+  write(Family::llada);
+  fs::resize_file(dir_ / "model.safetensors", 100);
+  EXPECT_THAT(load_error(), HasSubstr("model.safetensors: header length"));
+}
+
+TEST_F(CheckpointTest, MissingTensor) {
+  write(Family::llada);
+  auto specs = family_specs(Family::llada);
+  specs.erase(specs.begin() + 3);  // blocks.0.k_proj.weight
+  rewrite_single_file(specs);
+  EXPECT_THAT(load_error(), HasSubstr("missing tensor 'model.transformer.blocks.0.k_proj.weight' "
+                                      "(a llada checkpoint with this config.json needs shape [32, 64])"));
+}
+
+TEST_F(CheckpointTest, UnexpectedTensor) {
+  write(Family::dream);
+  auto specs = family_specs(Family::dream);
+  specs.push_back({"model.layers.0.self_attn.rotary_emb.inv_freq", DType::f32, {8}});
+  rewrite_single_file(specs);
+  EXPECT_THAT(load_error(),
+              HasSubstr("model.safetensors: unexpected tensor 'model.layers.0.self_attn.rotary_emb.inv_freq'"));
+}
+
+TEST_F(CheckpointTest, ShapeDisagreesWithConfig) {
+  write(Family::llada);
+  json config = read_json("config.json");
+  config["mlp_hidden_size"] = 128;
+  write_json("config.json", config);
+  EXPECT_THAT(load_error(), HasSubstr("tensor 'model.transformer.blocks.0.ff_proj.weight' has shape "
+                                      "[96, 64] but config.json implies [128, 64]"));
+}
+
+TEST_F(CheckpointTest, NonFloatWeight) {
+  write(Family::llada);
+  auto specs = family_specs(Family::llada);
+  specs[1].dtype = DType::i16;  // attn_norm
+  rewrite_single_file(specs);
+  EXPECT_THAT(load_error(), HasSubstr("has dtype I16; weights must be F32, F16 or BF16"));
+}
+
+TEST_F(CheckpointTest, MissingConfigField) {
+  write(Family::dream);
+  json config = read_json("config.json");
+  config.erase("num_hidden_layers");
+  write_json("config.json", config);
+  EXPECT_THAT(load_error(), HasSubstr("config.json: missing field 'num_hidden_layers'"));
+}
+
+TEST_F(CheckpointTest, MissingConfigFile) {
+  write(Family::dream);
+  fs::remove(dir_ / "config.json");
+  EXPECT_THAT(load_error(), HasSubstr("no config.json in this folder"));
+}
+
+TEST_F(CheckpointTest, NoWeights) {
+  write(Family::llada);
+  fs::remove(dir_ / "model.safetensors");
+  EXPECT_THAT(load_error(), HasSubstr("no model.safetensors or model.safetensors.index.json"));
+}
+
+TEST_F(CheckpointTest, ShardNamedByIndexIsMissing) {
+  write(Family::llada, 2);
+  fs::remove(dir_ / "model-00002-of-00002.safetensors");
+  EXPECT_THAT(load_error(), HasSubstr("shard 'model-00002-of-00002.safetensors' named by "
+                                      "model.safetensors.index.json does not exist"));
+}
+
+TEST_F(CheckpointTest, IndexDisagreesWithShards) {
+  write(Family::llada, 2);
+  json index = read_json("model.safetensors.index.json");
+  index["weight_map"]["model.transformer.wte.weight"] = "model-00002-of-00002.safetensors";
+  write_json("model.safetensors.index.json", index);
+  EXPECT_THAT(load_error(), HasSubstr("tensor 'model.transformer.wte.weight' is listed in "
+                                      "model.safetensors.index.json under shard 'model-00002-of-00002.safetensors'"));
+
+  index["weight_map"].erase("model.transformer.wte.weight");
+  write_json("model.safetensors.index.json", index);
+  EXPECT_THAT(load_error(), HasSubstr("tensor 'model.transformer.wte.weight' is not listed in"));
+
+  index["weight_map"]["model.transformer.wte.weight"] = "model-00001-of-00002.safetensors";
+  index["weight_map"]["ghost"] = "model-00001-of-00002.safetensors";
+  write_json("model.safetensors.index.json", index);
+  EXPECT_THAT(load_error(), HasSubstr("tensor 'ghost' is listed in model.safetensors.index.json but "
+                                      "shard 'model-00001-of-00002.safetensors' does not contain it"));
+
+  index["weight_map"]["ghost"] = "../elsewhere.safetensors";
+  write_json("model.safetensors.index.json", index);
+  EXPECT_THAT(load_error(), HasSubstr("which is not a file in this folder"));
+}
+
+TEST_F(CheckpointTest, IndexNotJson) {
+  write(Family::llada, 2);
+  std::ofstream(dir_ / "model.safetensors.index.json") << "{\"weight_map\": ";
+  EXPECT_THAT(load_error(), HasSubstr("model.safetensors.index.json: not valid JSON"));
+}
+
+}  // namespace
+}  // namespace mosaic

@@ -1,0 +1,269 @@
+#include "model/config.h"
+
+#include <nlohmann/json.hpp>
+
+#include <limits>
+
+#include "core/error.h"
+#include "core/mapped_file.h"
+
+namespace mosaic {
+namespace {
+
+using nlohmann::json;
+
+// Typed access to config.json fields with one-line errors that name the file and the field.
+class ConfigFields {
+ public:
+  ConfigFields(const json& root, std::string_view source, std::string_view family)
+      : root_(root), source_(source), family_(family) {}
+
+  bool has(const char* name) const { return root_.contains(name) && !root_.at(name).is_null(); }
+
+  int64_t integer(const char* name, int64_t lo, int64_t hi) const {
+    if (!has(name)) fail("{}: missing field '{}' ({} config)", source_, name, family_);
+    return checked_integer(name, lo, hi);
+  }
+
+  int64_t integer_or(const char* name, int64_t fallback, int64_t lo, int64_t hi) const {
+    return has(name) ? checked_integer(name, lo, hi) : fallback;
+  }
+
+  double number_or(const char* name, double fallback, double lo, double hi) const {
+    if (!has(name)) return fallback;
+    const json& value = root_.at(name);
+    if (!value.is_number())
+      fail("{}: field '{}' must be a number, got {}", source_, name, value.dump());
+    const double number = value.get<double>();
+    if (!(number >= lo && number <= hi))  // also rejects NaN
+      fail("{}: field '{}' = {} is out of range [{}, {}]", source_, name, number, lo, hi);
+    return number;
+  }
+
+  bool boolean_or(const char* name, bool fallback) const {
+    if (!has(name)) return fallback;
+    const json& value = root_.at(name);
+    if (!value.is_boolean())
+      fail("{}: field '{}' must be true or false, got {}", source_, name, value.dump());
+    return value.get<bool>();
+  }
+
+  std::string string_or(const char* name, std::string_view fallback) const {
+    if (!has(name)) return std::string(fallback);
+    const json& value = root_.at(name);
+    if (!value.is_string())
+      fail("{}: field '{}' must be a string, got {}", source_, name, value.dump());
+    return value.get<std::string>();
+  }
+
+  // A feature Mosaic does not implement: the field must be absent, null, or equal `supported`.
+  template <typename T>
+  void require(const char* name, const T& supported, std::string_view why) const {
+    if (!has(name)) return;
+    const json& value = root_.at(name);
+    if (value != json(supported))
+      fail("{}: field '{}' = {} is not supported ({}; expected {})", source_, name, value.dump(),
+           why, json(supported).dump());
+  }
+
+  void require_null(const char* name, std::string_view why) const {
+    if (has(name))
+      fail("{}: field '{}' = {} is not supported ({}; expected null)", source_, name,
+           root_.at(name).dump(), why);
+  }
+
+  std::string_view source() const { return source_; }
+
+ private:
+  int64_t checked_integer(const char* name, int64_t lo, int64_t hi) const {
+    const json& value = root_.at(name);
+    if (!value.is_number_integer())
+      fail("{}: field '{}' must be an integer, got {}", source_, name, value.dump());
+    if (value.is_number_unsigned() && value.get<uint64_t>() > uint64_t(hi))
+      fail("{}: field '{}' = {} is out of range [{}, {}]", source_, name, value.dump(), lo, hi);
+    const int64_t number = value.get<int64_t>();
+    if (number < lo || number > hi)
+      fail("{}: field '{}' = {} is out of range [{}, {}]", source_, name, number, lo, hi);
+    return number;
+  }
+
+  const json& root_;
+  std::string_view source_;
+  std::string_view family_;
+};
+
+// Generous bounds: they only keep byte arithmetic far from overflow on hostile input.
+constexpr int64_t kMaxHidden = int64_t{1} << 20;
+constexpr int64_t kMaxLayers = 4096;
+constexpr int64_t kMaxHeads = 4096;
+constexpr int64_t kMaxFfn = int64_t{1} << 22;
+constexpr int64_t kMaxVocab = int64_t{1} << 24;
+constexpr int64_t kMaxTokenId = std::numeric_limits<int32_t>::max();
+
+// The shape facts every family shares, checked once.
+void check_shape(const ModelConfig& config, std::string_view source, const char* hidden_field,
+                 const char* heads_field, const char* kv_heads_field) {
+  if (config.hidden % config.heads != 0)
+    fail("{}: '{}' = {} is not divisible by '{}' = {}", source, hidden_field, config.hidden,
+         heads_field, config.heads);
+  if (config.heads % config.kv_heads != 0)
+    fail("{}: '{}' = {} is not divisible by '{}' = {}", source, heads_field, config.heads,
+         kv_heads_field, config.kv_heads);
+  if (config.head_dim % 2 != 0)
+    fail("{}: head dimension {} ('{}' / '{}') must be even for rotary embeddings", source,
+         config.head_dim, hidden_field, heads_field);
+  if (config.mask_token_id >= config.vocab)
+    fail("{}: mask_token_id {} is outside the vocabulary of {} tokens", source,
+         config.mask_token_id, config.vocab);
+}
+
+ModelConfig parse_llada(const json& root, std::string_view source, std::string architecture) {
+  const ConfigFields fields(root, source, "LLaDA");
+  ModelConfig config;
+  config.family = Family::llada;
+  config.architecture = std::move(architecture);
+  config.hidden = fields.integer("d_model", 1, kMaxHidden);
+  config.layers = fields.integer("n_layers", 1, kMaxLayers);
+  config.heads = fields.integer("n_heads", 1, kMaxHeads);
+  config.kv_heads = fields.integer_or("n_kv_heads", config.heads, 1, kMaxHeads);
+  if (fields.boolean_or("multi_query_attention", false)) config.kv_heads = 1;
+  config.head_dim = config.hidden / config.heads;
+  // mlp_hidden_size wins over mlp_ratio when set (LLaDA's configuration class does the same).
+  config.ffn = fields.has("mlp_hidden_size")
+                   ? fields.integer("mlp_hidden_size", 1, kMaxFfn)
+                   : fields.integer_or("mlp_ratio", 4, 1, 64) * config.hidden;
+  if (config.ffn > kMaxFfn) fail("{}: MLP width {} is out of range", source, config.ffn);
+  const int64_t vocab_size = fields.integer("vocab_size", 1, kMaxVocab);
+  config.vocab = fields.integer_or("embedding_size", vocab_size, 1, kMaxVocab);
+  if (config.vocab < vocab_size)
+    fail("{}: embedding_size {} is smaller than vocab_size {}", source, config.vocab, vocab_size);
+  config.rope_theta = fields.number_or("rope_theta", 10000.0, 1.0, 1e12);
+  config.rms_eps = fields.number_or("rms_norm_eps", 1e-5, 0.0, 1.0);
+  config.qkv_bias = fields.boolean_or("include_qkv_bias", false);
+  config.tied_embeddings = fields.boolean_or("weight_tying", false);
+  config.mask_token_id = fields.integer_or("mask_token_id", 126336, 0, kMaxTokenId);
+  config.eos_token_id = fields.integer_or("eos_token_id", 126081, 0, kMaxTokenId);
+  config.pad_token_id = fields.integer_or("pad_token_id", config.eos_token_id, 0, kMaxTokenId);
+  config.max_position = fields.integer_or("max_sequence_length", 0, 0, int64_t{1} << 40);
+  config.torch_dtype = fields.string_or("torch_dtype", "");
+
+  // LLaDA-8B's architecture: a llama-style block with RMSNorm, SiLU-gated MLP and RoPE. The
+  // OLMo configuration class behind LLaDA has switches for other variants; refuse those.
+  fields.require("block_type", "llama", "only the llama block of LLaDA-8B is implemented");
+  fields.require("activation_type", "silu", "the MLP is SiLU-gated");
+  fields.require("layer_norm_type", "rms", "only RMSNorm is implemented");
+  fields.require("layer_norm_with_affine", true, "norms carry a weight");
+  fields.require("bias_for_layer_norm", false, "norms carry no bias");
+  fields.require("rope", true, "positions are rotary");
+  fields.require("alibi", false, "ALiBi is not implemented");
+  fields.require("attention_layer_norm", false, "no QK layer norm in LLaDA");
+  fields.require("scale_logits", false, "logits are not scaled");
+  fields.require("input_emb_norm", false, "the embedding is not normalised");
+  fields.require("include_bias", false, "only q/k/v biases (include_qkv_bias) are implemented");
+  fields.require_null("clip_qkv", "q/k/v clipping is not implemented");
+  check_shape(config, source, "d_model", "n_heads", "n_kv_heads");
+  return config;
+}
+
+ModelConfig parse_dream(const json& root, std::string_view source, std::string architecture) {
+  const ConfigFields fields(root, source, "Dream");
+  ModelConfig config;
+  config.family = Family::dream;
+  config.architecture = std::move(architecture);
+  config.hidden = fields.integer("hidden_size", 1, kMaxHidden);
+  config.layers = fields.integer("num_hidden_layers", 1, kMaxLayers);
+  config.heads = fields.integer("num_attention_heads", 1, kMaxHeads);
+  config.kv_heads = fields.integer_or("num_key_value_heads", config.heads, 1, kMaxHeads);
+  config.head_dim = config.hidden / config.heads;
+  if (fields.has("head_dim") &&
+      fields.integer("head_dim", 1, kMaxHidden) != config.hidden / config.heads)
+    fail("{}: field 'head_dim' differs from hidden_size / num_attention_heads ({}); not supported",
+         source, config.hidden / config.heads);
+  config.ffn = fields.integer("intermediate_size", 1, kMaxFfn);
+  config.vocab = fields.integer("vocab_size", 1, kMaxVocab);
+  config.rope_theta = fields.number_or("rope_theta", 10000.0, 1.0, 1e12);
+  config.rms_eps = fields.number_or("rms_norm_eps", 1e-6, 0.0, 1.0);
+  config.qkv_bias = true;  // hard-coded in Dream's modeling code, whatever the config says
+  config.tied_embeddings = fields.boolean_or("tie_word_embeddings", false);
+  config.mask_token_id = fields.integer_or("mask_token_id", 151666, 0, kMaxTokenId);
+  config.eos_token_id = fields.integer_or("eos_token_id", 151643, 0, kMaxTokenId);
+  config.pad_token_id = fields.integer_or("pad_token_id", 151643, 0, kMaxTokenId);
+  config.max_position = fields.integer_or("max_position_embeddings", 0, 0, int64_t{1} << 40);
+  config.torch_dtype = fields.string_or("torch_dtype", "");
+
+  fields.require("hidden_act", "silu", "the MLP is SiLU-gated");
+  fields.require("use_sliding_window", false, "attention is full and bidirectional");
+  fields.require_null("rope_scaling", "rotary scaling is not implemented");
+  check_shape(config, source, "hidden_size", "num_attention_heads", "num_key_value_heads");
+  return config;
+}
+
+// LLaDA-MoE is recognised and validated, then refused until its own issue lands.
+[[noreturn]] void refuse_llada_moe(const json& root, std::string_view source) {
+  const ConfigFields fields(root, source, "LLaDA-MoE");
+  fields.integer("hidden_size", 1, kMaxHidden);
+  fields.integer("num_hidden_layers", 1, kMaxLayers);
+  fields.integer("num_attention_heads", 1, kMaxHeads);
+  const int64_t experts = fields.integer("num_experts", 1, 1 << 16);
+  const int64_t active = fields.integer("num_experts_per_tok", 1, experts);
+  fail("{}: LLaDA-MoE (LLaDAMoEModelLM, {} experts, {} active) is not supported yet; "
+       "supported: LLaDA (LLaDAModelLM) and Dream (DreamModel)",
+       source, experts, active);
+}
+
+std::string architecture_of(const json& root, std::string_view source) {
+  if (root.contains("architectures") && !root.at("architectures").is_null()) {
+    const json& list = root.at("architectures");
+    if (!list.is_array() || list.empty() || !list.at(0).is_string())
+      fail("{}: field 'architectures' must be a non-empty list of strings, got {}", source,
+           list.dump());
+    return list.at(0).get<std::string>();
+  }
+  // Older exports carry only model_type; "llada" is shared by LLaDA and LLaDA-MoE.
+  const ConfigFields fields(root, source, "model");
+  const std::string model_type = fields.string_or("model_type", "");
+  if (model_type == "llada") return root.contains("num_experts") ? "LLaDAMoEModelLM" : "LLaDAModelLM";
+  if (model_type == "Dream" || model_type == "dream") return "DreamModel";
+  if (model_type.empty()) fail("{}: missing fields 'architectures' and 'model_type'", source);
+  fail("{}: model_type '{}' is not a supported model (expected llada or Dream)", source, model_type);
+}
+
+}  // namespace
+
+std::string_view family_name(Family family) {
+  switch (family) {
+    case Family::llada: return "llada";
+    case Family::dream: return "dream";
+    case Family::llada_moe: return "llada-moe";
+  }
+  return "unknown";
+}
+
+ModelConfig parse_model_config(std::string_view json_text, std::string_view source) {
+  json root;
+  try {
+    root = json::parse(json_text);
+  } catch (const json::parse_error& error) {
+    fail("{}: not valid JSON: {}", source, error.what());
+  }
+  if (!root.is_object()) fail("{}: expected a JSON object at the top level", source);
+
+  std::string architecture = architecture_of(root, source);
+  if (architecture == "LLaDAModelLM") return parse_llada(root, source, std::move(architecture));
+  if (architecture == "DreamModel") return parse_dream(root, source, std::move(architecture));
+  if (architecture == "LLaDAMoEModelLM") refuse_llada_moe(root, source);
+  fail("{}: architecture '{}' is not supported (expected LLaDAModelLM, DreamModel or "
+       "LLaDAMoEModelLM)",
+       source, architecture);
+}
+
+ModelConfig load_model_config(const std::filesystem::path& model_dir) {
+  const std::filesystem::path path = model_dir / "config.json";
+  if (!std::filesystem::exists(path))
+    fail("{}: no config.json in this folder (expected a Hugging Face model folder)",
+         model_dir.string());
+  const std::string text = read_text_file(path);
+  return parse_model_config(text, path.string());
+}
+
+}  // namespace mosaic

@@ -1,0 +1,51 @@
+// A model's architecture as read from its Hugging Face config.json, in one family-neutral form.
+//
+// Dispatch is on `architectures` (LLaDA and LLaDA-MoE share model_type "llada"). Each family's
+// own field names are read by its parser; everything downstream sees only ModelConfig.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace mosaic {
+
+enum class Family { llada, dream, llada_moe };
+
+std::string_view family_name(Family family);
+
+struct ModelConfig {
+  Family family = Family::llada;
+  std::string architecture;        // the config's architectures[0]
+  int64_t hidden = 0;              // d_model / hidden_size
+  int64_t layers = 0;
+  int64_t heads = 0;               // query heads
+  int64_t kv_heads = 0;            // key/value heads (GQA when < heads)
+  int64_t head_dim = 0;            // hidden / heads
+  int64_t ffn = 0;                 // SwiGLU width
+  int64_t vocab = 0;               // rows of the embedding and of the LM head
+  double rope_theta = 10000.0;
+  double rms_eps = 1e-5;
+  bool qkv_bias = false;           // q/k/v projections carry a bias (always for Dream)
+  bool tied_embeddings = false;    // LM head is the embedding matrix
+  int64_t mask_token_id = -1;
+  int64_t eos_token_id = -1;
+  int64_t pad_token_id = -1;
+  int64_t max_position = 0;        // trained context length, informational (0 = unknown)
+  std::string torch_dtype;         // as declared, informational
+
+  int64_t q_dim() const { return heads * head_dim; }
+  int64_t kv_dim() const { return kv_heads * head_dim; }
+  // Dream predicts position p from hidden row p - 1 (it was adapted from an AR model).
+  bool shifted_logits() const { return family == Family::dream; }
+};
+
+// Parses config.json text; `source` names the file in error messages. Throws mosaic::Error with
+// one line naming the field on anything missing, mistyped, inconsistent or not supported.
+ModelConfig parse_model_config(std::string_view json_text, std::string_view source);
+
+// Reads DIR/config.json.
+ModelConfig load_model_config(const std::filesystem::path& model_dir);
+
+}  // namespace mosaic

@@ -1,0 +1,110 @@
+#include "model/config_json.h"
+
+#include "core/error.h"
+
+namespace mosaic {
+namespace {
+
+using nlohmann::ordered_json;
+
+// Field set and order of GSAI-ML/LLaDA-8B-Instruct's config.json.
+ordered_json llada_json(const ModelConfig& c) {
+  ordered_json j;
+  j["activation_type"] = "silu";
+  j["alibi"] = false;
+  j["alibi_bias_max"] = 8.0;
+  j["architectures"] = {"LLaDAModelLM"};
+  j["attention_dropout"] = 0.0;
+  j["attention_layer_norm"] = false;
+  j["attention_layer_norm_with_affine"] = true;
+  j["auto_map"] = {{"AutoConfig", "configuration_llada.LLaDAConfig"},
+                   {"AutoModel", "modeling_llada.LLaDAModelLM"},
+                   {"AutoModelForCausalLM", "modeling_llada.LLaDAModelLM"}};
+  j["bias_for_layer_norm"] = false;
+  j["block_group_size"] = 1;
+  j["block_type"] = "llama";
+  j["d_model"] = c.hidden;
+  j["embedding_dropout"] = 0.0;
+  j["embedding_size"] = c.vocab;
+  j["eos_token_id"] = c.eos_token_id;
+  j["flash_attention"] = false;
+  j["include_bias"] = false;
+  j["include_qkv_bias"] = c.qkv_bias;
+  j["init_cutoff_factor"] = nullptr;
+  j["init_device"] = "meta";
+  j["init_fn"] = "mitchell";
+  j["init_std"] = 0.02;
+  j["input_emb_norm"] = false;
+  j["layer_norm_type"] = "rms";
+  j["layer_norm_with_affine"] = true;
+  j["mask_token_id"] = c.mask_token_id;
+  j["max_sequence_length"] = c.max_position;
+  j["mlp_hidden_size"] = c.ffn;
+  j["mlp_ratio"] = 4;
+  j["model_type"] = "llada";
+  j["multi_query_attention"] = nullptr;
+  j["n_heads"] = c.heads;
+  j["n_kv_heads"] = c.kv_heads;
+  j["n_layers"] = c.layers;
+  j["pad_token_id"] = c.pad_token_id;
+  j["precision"] = "amp_bf16";
+  j["residual_dropout"] = 0.0;
+  j["rms_norm_eps"] = c.rms_eps;
+  j["rope"] = true;
+  j["rope_full_precision"] = true;
+  j["rope_theta"] = c.rope_theta;
+  j["scale_logits"] = false;
+  j["torch_dtype"] = c.torch_dtype;
+  j["transformers_version"] = "4.46.3";
+  j["use_cache"] = false;
+  j["vocab_size"] = c.vocab;
+  j["weight_tying"] = c.tied_embeddings;
+  return j;
+}
+
+// Field set and order of Dream-org/Dream-v0-Instruct-7B's config.json.
+ordered_json dream_json(const ModelConfig& c) {
+  ordered_json j;
+  j["architectures"] = {"DreamModel"};
+  j["attention_dropout"] = 0.0;
+  j["auto_map"] = {{"AutoConfig", "configuration_dream.DreamConfig"},
+                   {"AutoModel", "modeling_dream.DreamModel"}};
+  j["bos_token_id"] = c.eos_token_id;
+  j["eos_token_id"] = c.eos_token_id;
+  j["hidden_act"] = "silu";
+  j["hidden_size"] = c.hidden;
+  j["initializer_range"] = 0.02;
+  j["intermediate_size"] = c.ffn;
+  j["mask_token_id"] = c.mask_token_id;
+  j["max_position_embeddings"] = c.max_position;
+  j["max_window_layers"] = c.layers;
+  j["model_type"] = "Dream";
+  j["num_attention_heads"] = c.heads;
+  j["num_hidden_layers"] = c.layers;
+  j["num_key_value_heads"] = c.kv_heads;
+  j["pad_token_id"] = c.pad_token_id;
+  j["rms_norm_eps"] = c.rms_eps;
+  j["rope_scaling"] = nullptr;
+  j["rope_theta"] = c.rope_theta;
+  j["sliding_window"] = nullptr;
+  j["tie_word_embeddings"] = c.tied_embeddings;
+  j["torch_dtype"] = c.torch_dtype;
+  j["transformers_version"] = "4.46.2";
+  j["use_cache"] = true;
+  j["use_sliding_window"] = false;
+  j["vocab_size"] = c.vocab;
+  return j;
+}
+
+}  // namespace
+
+ordered_json model_config_to_json(const ModelConfig& config) {
+  switch (config.family) {
+    case Family::llada: return llada_json(config);
+    case Family::dream: return dream_json(config);
+    case Family::llada_moe: break;
+  }
+  fail("writing {} configs is not supported", family_name(config.family));
+}
+
+}  // namespace mosaic

@@ -1,0 +1,173 @@
+#include "model/config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "model/config_json.h"
+#include "model/test_model.h"
+
+namespace mosaic {
+namespace {
+
+using ::testing::HasSubstr;
+using nlohmann::json;
+
+// The released LLaDA-8B-Instruct config.json, as published (field values from models.md).
+const char* kLlada8B = R"({
+  "activation_type": "silu", "alibi": false, "alibi_bias_max": 8.0,
+  "architectures": ["LLaDAModelLM"], "attention_dropout": 0.0, "attention_layer_norm": false,
+  "attention_layer_norm_with_affine": true, "bias_for_layer_norm": false, "block_group_size": 1,
+  "block_type": "llama", "d_model": 4096, "embedding_dropout": 0.0, "embedding_size": 126464,
+  "eos_token_id": 126081, "flash_attention": false, "include_bias": false,
+  "include_qkv_bias": false, "init_cutoff_factor": null, "init_device": "meta",
+  "init_fn": "mitchell", "init_std": 0.02, "input_emb_norm": false, "layer_norm_type": "rms",
+  "layer_norm_with_affine": true, "mask_token_id": 126336, "max_sequence_length": 4096,
+  "mlp_hidden_size": 12288, "mlp_ratio": 4, "model_type": "llada", "multi_query_attention": null,
+  "n_heads": 32, "n_kv_heads": 32, "n_layers": 32, "pad_token_id": 126081,
+  "precision": "amp_bf16", "residual_dropout": 0.0, "rms_norm_eps": 1e-05, "rope": true,
+  "rope_full_precision": true, "rope_theta": 500000.0, "scale_logits": false,
+  "torch_dtype": "bfloat16", "transformers_version": "4.46.3", "use_cache": false,
+  "vocab_size": 126464, "weight_tying": false})";
+
+const char* kDream7B = R"({
+  "architectures": ["DreamModel"], "attention_dropout": 0.0, "bos_token_id": 151643,
+  "eos_token_id": 151643, "hidden_act": "silu", "hidden_size": 3584, "initializer_range": 0.02,
+  "intermediate_size": 18944, "mask_token_id": 151666, "max_position_embeddings": 131072,
+  "max_window_layers": 28, "model_type": "Dream", "num_attention_heads": 28,
+  "num_hidden_layers": 28, "num_key_value_heads": 4, "pad_token_id": 151643,
+  "rms_norm_eps": 1e-06, "rope_scaling": null, "rope_theta": 1000000.0, "sliding_window": null,
+  "tie_word_embeddings": false, "torch_dtype": "bfloat16", "transformers_version": "4.46.2",
+  "use_cache": true, "use_sliding_window": false, "vocab_size": 152064})";
+
+std::string error_of(const std::string& text) {
+  try {
+    parse_model_config(text, "config.json");
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "";
+}
+
+std::string with(const char* base, const char* key, json value) {
+  json j = json::parse(base);
+  j[key] = std::move(value);
+  return j.dump();
+}
+
+std::string without(const char* base, const char* key) {
+  json j = json::parse(base);
+  j.erase(key);
+  return j.dump();
+}
+
+TEST(Config, ParsesLlada8B) {
+  const ModelConfig c = parse_model_config(kLlada8B, "config.json");
+  EXPECT_EQ(c.family, Family::llada);
+  EXPECT_EQ(c.hidden, 4096);
+  EXPECT_EQ(c.layers, 32);
+  EXPECT_EQ(c.heads, 32);
+  EXPECT_EQ(c.kv_heads, 32);
+  EXPECT_EQ(c.head_dim, 128);
+  EXPECT_EQ(c.ffn, 12288);  // mlp_hidden_size wins over mlp_ratio
+  EXPECT_EQ(c.vocab, 126464);
+  EXPECT_EQ(c.rope_theta, 500000.0);
+  EXPECT_DOUBLE_EQ(c.rms_eps, 1e-5);
+  EXPECT_EQ(c.mask_token_id, 126336);
+  EXPECT_EQ(c.eos_token_id, 126081);
+  EXPECT_FALSE(c.qkv_bias);
+  EXPECT_FALSE(c.tied_embeddings);
+  EXPECT_FALSE(c.shifted_logits());
+}
+
+TEST(Config, ParsesDream7B) {
+  const ModelConfig c = parse_model_config(kDream7B, "config.json");
+  EXPECT_EQ(c.family, Family::dream);
+  EXPECT_EQ(c.hidden, 3584);
+  EXPECT_EQ(c.heads, 28);
+  EXPECT_EQ(c.kv_heads, 4);
+  EXPECT_EQ(c.head_dim, 128);
+  EXPECT_EQ(c.ffn, 18944);
+  EXPECT_EQ(c.vocab, 152064);
+  EXPECT_TRUE(c.qkv_bias);
+  EXPECT_EQ(c.mask_token_id, 151666);
+  EXPECT_DOUBLE_EQ(c.rms_eps, 1e-6);
+  EXPECT_TRUE(c.shifted_logits());
+}
+
+TEST(Config, PresetsReproduceTheReleasedConfigs) {
+  for (auto [family, preset, released] :
+       {std::tuple{Family::llada, "llada-8b", kLlada8B}, {Family::dream, "dream-7b", kDream7B}}) {
+    const json written = model_config_to_json(test_model_preset(family, preset));
+    const json expected = json::parse(released);
+    for (const auto& [key, value] : expected.items())
+      EXPECT_EQ(written.at(key), value) << preset << " field " << key;
+  }
+}
+
+TEST(Config, MlpRatioWhenHiddenSizeAbsent) {
+  const ModelConfig c =
+      parse_model_config(with(without(kLlada8B, "mlp_hidden_size").c_str(), "mlp_ratio", 3),
+                         "config.json");
+  EXPECT_EQ(c.ffn, 3 * 4096);
+}
+
+TEST(Config, MissingFieldIsNamed) {
+  EXPECT_THAT(error_of(without(kLlada8B, "d_model")),
+              HasSubstr("config.json: missing field 'd_model'"));
+  EXPECT_THAT(error_of(without(kDream7B, "intermediate_size")),
+              HasSubstr("missing field 'intermediate_size'"));
+}
+
+TEST(Config, WrongTypesAreNamed) {
+  EXPECT_THAT(error_of(with(kLlada8B, "n_heads", "32")), HasSubstr("'n_heads' must be an integer"));
+  EXPECT_THAT(error_of(with(kLlada8B, "n_heads", 32.5)), HasSubstr("'n_heads' must be an integer"));
+  EXPECT_THAT(error_of(with(kLlada8B, "rope_theta", "big")), HasSubstr("'rope_theta' must be a number"));
+  EXPECT_THAT(error_of(with(kLlada8B, "weight_tying", 1)), HasSubstr("'weight_tying' must be true or false"));
+  EXPECT_THAT(error_of(with(kLlada8B, "n_layers", -3)), HasSubstr("'n_layers' = -3 is out of range"));
+  EXPECT_THAT(error_of(with(kLlada8B, "d_model", json(uint64_t{1} << 63))), HasSubstr("out of range"));
+}
+
+TEST(Config, InconsistentShapes) {
+  EXPECT_THAT(error_of(with(kLlada8B, "n_heads", 31)), HasSubstr("not divisible by 'n_heads'"));
+  EXPECT_THAT(error_of(with(kDream7B, "num_key_value_heads", 5)),
+              HasSubstr("not divisible by 'num_key_value_heads'"));
+  EXPECT_THAT(error_of(with(kLlada8B, "mask_token_id", 200000)),
+              HasSubstr("mask_token_id 200000 is outside the vocabulary"));
+  EXPECT_THAT(error_of(with(kLlada8B, "embedding_size", 1000)),
+              HasSubstr("embedding_size 1000 is smaller than vocab_size"));
+}
+
+TEST(Config, UnsupportedFeaturesAreRefused) {
+  EXPECT_THAT(error_of(with(kLlada8B, "alibi", true)), HasSubstr("'alibi' = true is not supported"));
+  EXPECT_THAT(error_of(with(kLlada8B, "block_type", "sequential")), HasSubstr("'block_type'"));
+  EXPECT_THAT(error_of(with(kLlada8B, "clip_qkv", 8.0)), HasSubstr("'clip_qkv'"));
+  EXPECT_THAT(error_of(with(kDream7B, "use_sliding_window", true)), HasSubstr("'use_sliding_window'"));
+  EXPECT_THAT(error_of(with(kDream7B, "rope_scaling", json{{"type", "yarn"}})),
+              HasSubstr("'rope_scaling'"));
+}
+
+TEST(Config, LladaMoeIsRecognisedAndRefused) {
+  const char* moe = R"({"architectures": ["LLaDAMoEModelLM"], "model_type": "llada",
+    "hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 16,
+    "num_experts": 64, "num_experts_per_tok": 8, "vocab_size": 157184})";
+  EXPECT_THAT(error_of(moe), HasSubstr("LLaDA-MoE (LLaDAMoEModelLM, 64 experts, 8 active) is not supported yet"));
+}
+
+TEST(Config, DispatchAndSyntax) {
+  EXPECT_THAT(error_of("{\"architectures\": [\"LlamaForCausalLM\"]}"),
+              HasSubstr("architecture 'LlamaForCausalLM' is not supported"));
+  EXPECT_THAT(error_of("{\"d_model\": 4"), HasSubstr("config.json: not valid JSON"));
+  EXPECT_THAT(error_of("[1, 2]"), HasSubstr("expected a JSON object"));
+  EXPECT_THAT(error_of("{}"), HasSubstr("missing fields 'architectures' and 'model_type'"));
+  EXPECT_THAT(error_of("{\"architectures\": []}"), HasSubstr("'architectures' must be a non-empty list"));
+  // model_type alone is enough for older exports.
+  EXPECT_EQ(parse_model_config(with(without(kDream7B, "architectures").c_str(), "model_type", "Dream"),
+                               "config.json").family,
+            Family::dream);
+}
+
+}  // namespace
+}  // namespace mosaic

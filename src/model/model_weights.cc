@@ -1,0 +1,88 @@
+#include "model/model_weights.h"
+
+#include <fmt/ranges.h>
+
+#include <cstring>
+#include <unordered_set>
+
+#include "core/error.h"
+#include "model/weight_names.h"
+
+namespace mosaic {
+namespace {
+
+WeightView& slot(ModelWeights& weights, const WeightSpec& spec) {
+  if (spec.layer < 0) {
+    switch (spec.role) {
+      case WeightRole::embedding: return weights.embedding;
+      case WeightRole::final_norm: return weights.final_norm;
+      case WeightRole::lm_head: return weights.lm_head;
+      default: break;
+    }
+  } else {
+    LayerWeights& layer = weights.layers.at(static_cast<size_t>(spec.layer));
+    switch (spec.role) {
+      case WeightRole::attn_norm: return layer.attn_norm;
+      case WeightRole::q: return layer.q;
+      case WeightRole::k: return layer.k;
+      case WeightRole::v: return layer.v;
+      case WeightRole::q_bias: return layer.q_bias;
+      case WeightRole::k_bias: return layer.k_bias;
+      case WeightRole::v_bias: return layer.v_bias;
+      case WeightRole::o: return layer.o;
+      case WeightRole::ffn_norm: return layer.ffn_norm;
+      case WeightRole::gate: return layer.gate;
+      case WeightRole::up: return layer.up;
+      case WeightRole::down: return layer.down;
+      default: break;
+    }
+  }
+  MOSAIC_ASSERT(false, "weight role/layer mismatch for {}", spec.name);
+  std::abort();
+}
+
+}  // namespace
+
+std::unique_ptr<Model> Model::load(const std::filesystem::path& dir) {
+  std::unique_ptr<Model> model(new Model(Checkpoint::open(dir)));
+  const Checkpoint& checkpoint = model->checkpoint_;
+  const ModelConfig& config = checkpoint.config();
+  const std::string family(family_name(config.family));
+  ModelWeights& weights = model->weights_;
+  weights.layers.resize(static_cast<size_t>(config.layers));
+
+  std::unordered_set<std::string> expected;
+  for (const WeightSpec& spec : family_weight_specs(config)) {
+    expected.insert(spec.name);
+    const CheckpointTensor* tensor = checkpoint.find(spec.name);
+    if (tensor == nullptr)
+      fail("{}: missing tensor '{}' (a {} checkpoint with this config.json needs shape [{}])",
+           dir.string(), spec.name, family, fmt::join(spec.shape, ", "));
+    const std::string file = checkpoint.file_path(tensor->file).string();
+    if (tensor->shape != spec.shape)
+      fail("{}: tensor '{}' has shape [{}] but config.json implies [{}]", file, spec.name,
+           fmt::join(tensor->shape, ", "), fmt::join(spec.shape, ", "));
+    if (!dtype_is_weight_float(tensor->dtype))
+      fail("{}: tensor '{}' has dtype {}; weights must be F32, F16 or BF16", file, spec.name,
+           dtype_name(tensor->dtype));
+
+    const void* data = tensor->data;
+    if (reinterpret_cast<uintptr_t>(data) % dtype_size(tensor->dtype) != 0) {
+      // The format does not promise alignment; a typed read of a misaligned pointer is undefined.
+      auto copy = std::make_unique<std::byte[]>(tensor->bytes);
+      std::memcpy(copy.get(), tensor->data, tensor->bytes);
+      data = copy.get();
+      model->realigned_.push_back(std::move(copy));
+    }
+    slot(weights, spec) = WeightView{data, tensor->dtype, tensor->shape, spec.name};
+    weights.bytes += tensor->bytes;
+  }
+  for (const CheckpointTensor& tensor : checkpoint.tensors())
+    if (!expected.contains(tensor.name))
+      fail("{}: unexpected tensor '{}' (not part of a {} checkpoint with this config.json)",
+           checkpoint.file_path(tensor.file).string(), tensor.name, family);
+  if (config.tied_embeddings) weights.lm_head = weights.embedding;
+  return model;
+}
+
+}  // namespace mosaic

@@ -1,0 +1,57 @@
+// A checkpoint's tensors bound to the roles of a pre-norm decoder, validated against the family's
+// table (weight_names.h): every tensor present, no tensor unexpected, shapes as config.json
+// implies, a float dtype. Views point into the mapped files; nothing is copied unless a tensor is
+// misaligned for its element type.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "model/checkpoint.h"
+
+namespace mosaic {
+
+struct WeightView {
+  const void* data = nullptr;  // nullptr: absent (e.g. no q/k/v bias in LLaDA)
+  DType dtype = DType::f32;
+  std::vector<int64_t> shape;
+  std::string name;
+
+  explicit operator bool() const { return data != nullptr; }
+};
+
+struct LayerWeights {
+  WeightView attn_norm, q, k, v, q_bias, k_bias, v_bias, o;  // o: [hidden, q_dim]
+  WeightView ffn_norm, gate, up, down;                       // gate/up: [ffn, hidden]
+};
+
+struct ModelWeights {
+  WeightView embedding;   // [vocab, hidden]
+  std::vector<LayerWeights> layers;
+  WeightView final_norm;  // [hidden]
+  WeightView lm_head;     // [vocab, hidden]; the embedding when tied
+  uint64_t bytes = 0;     // stored bytes of all distinct tensors
+};
+
+// The whole loaded model: config, mapped checkpoint, bound weights.
+class Model {
+ public:
+  static std::unique_ptr<Model> load(const std::filesystem::path& dir);
+
+  const ModelConfig& config() const { return checkpoint_.config(); }
+  const ModelWeights& weights() const { return weights_; }
+  const Checkpoint& checkpoint() const { return checkpoint_; }
+
+ private:
+  explicit Model(Checkpoint checkpoint) : checkpoint_(std::move(checkpoint)) {}
+
+  Checkpoint checkpoint_;
+  ModelWeights weights_;
+  std::vector<std::unique_ptr<std::byte[]>> realigned_;  // copies of misaligned tensors
+};
+
+}  // namespace mosaic

@@ -1,0 +1,73 @@
+#include "model/weight_names.h"
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace mosaic {
+namespace {
+
+// LLaDA-8B (OLMo naming). Note the two different `ff_out`s: per block it is the MLP down
+// projection, at the top it is the LM head.
+void llada_specs(const ModelConfig& c, std::vector<WeightSpec>& out) {
+  out.push_back({"model.transformer.wte.weight", {c.vocab, c.hidden}, WeightRole::embedding});
+  for (int64_t i = 0; i < c.layers; ++i) {
+    const std::string p = fmt::format("model.transformer.blocks.{}.", i);
+    out.push_back({p + "attn_norm.weight", {c.hidden}, WeightRole::attn_norm, i});
+    out.push_back({p + "q_proj.weight", {c.q_dim(), c.hidden}, WeightRole::q, i});
+    out.push_back({p + "k_proj.weight", {c.kv_dim(), c.hidden}, WeightRole::k, i});
+    out.push_back({p + "v_proj.weight", {c.kv_dim(), c.hidden}, WeightRole::v, i});
+    if (c.qkv_bias) {
+      out.push_back({p + "q_proj.bias", {c.q_dim()}, WeightRole::q_bias, i});
+      out.push_back({p + "k_proj.bias", {c.kv_dim()}, WeightRole::k_bias, i});
+      out.push_back({p + "v_proj.bias", {c.kv_dim()}, WeightRole::v_bias, i});
+    }
+    out.push_back({p + "attn_out.weight", {c.hidden, c.q_dim()}, WeightRole::o, i});
+    out.push_back({p + "ff_norm.weight", {c.hidden}, WeightRole::ffn_norm, i});
+    out.push_back({p + "ff_proj.weight", {c.ffn, c.hidden}, WeightRole::gate, i});
+    out.push_back({p + "up_proj.weight", {c.ffn, c.hidden}, WeightRole::up, i});
+    out.push_back({p + "ff_out.weight", {c.hidden, c.ffn}, WeightRole::down, i});
+  }
+  out.push_back({"model.transformer.ln_f.weight", {c.hidden}, WeightRole::final_norm});
+  if (!c.tied_embeddings)
+    out.push_back({"model.transformer.ff_out.weight", {c.vocab, c.hidden}, WeightRole::lm_head});
+}
+
+// Dream-v0 (Qwen2 naming): q/k/v carry biases, o_proj and the MLP do not.
+void dream_specs(const ModelConfig& c, std::vector<WeightSpec>& out) {
+  out.push_back({"model.embed_tokens.weight", {c.vocab, c.hidden}, WeightRole::embedding});
+  for (int64_t i = 0; i < c.layers; ++i) {
+    const std::string p = fmt::format("model.layers.{}.", i);
+    out.push_back({p + "input_layernorm.weight", {c.hidden}, WeightRole::attn_norm, i});
+    out.push_back({p + "self_attn.q_proj.weight", {c.q_dim(), c.hidden}, WeightRole::q, i});
+    out.push_back({p + "self_attn.q_proj.bias", {c.q_dim()}, WeightRole::q_bias, i});
+    out.push_back({p + "self_attn.k_proj.weight", {c.kv_dim(), c.hidden}, WeightRole::k, i});
+    out.push_back({p + "self_attn.k_proj.bias", {c.kv_dim()}, WeightRole::k_bias, i});
+    out.push_back({p + "self_attn.v_proj.weight", {c.kv_dim(), c.hidden}, WeightRole::v, i});
+    out.push_back({p + "self_attn.v_proj.bias", {c.kv_dim()}, WeightRole::v_bias, i});
+    out.push_back({p + "self_attn.o_proj.weight", {c.hidden, c.q_dim()}, WeightRole::o, i});
+    out.push_back({p + "post_attention_layernorm.weight", {c.hidden}, WeightRole::ffn_norm, i});
+    out.push_back({p + "mlp.gate_proj.weight", {c.ffn, c.hidden}, WeightRole::gate, i});
+    out.push_back({p + "mlp.up_proj.weight", {c.ffn, c.hidden}, WeightRole::up, i});
+    out.push_back({p + "mlp.down_proj.weight", {c.hidden, c.ffn}, WeightRole::down, i});
+  }
+  out.push_back({"model.norm.weight", {c.hidden}, WeightRole::final_norm});
+  if (!c.tied_embeddings)
+    out.push_back({"lm_head.weight", {c.vocab, c.hidden}, WeightRole::lm_head});
+}
+
+}  // namespace
+
+std::vector<WeightSpec> family_weight_specs(const ModelConfig& config) {
+  std::vector<WeightSpec> specs;
+  switch (config.family) {
+    case Family::llada: llada_specs(config, specs); break;
+    case Family::dream: dream_specs(config, specs); break;
+    case Family::llada_moe: fail("LLaDA-MoE checkpoints are not supported yet");
+  }
+  return specs;
+}
+
+int64_t weight_fan_in(const WeightSpec& spec) { return spec.shape.back(); }
+
+}  // namespace mosaic

@@ -1,0 +1,33 @@
+// The tensors each family's Hugging Face checkpoints hold: names, shapes and roles. This table
+// is the single description of a checkpoint's layout; the loader validates against it and
+// make-test-model writes from it, so the two cannot drift.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/config.h"
+
+namespace mosaic {
+
+enum class WeightRole {
+  embedding, attn_norm, q, k, v, q_bias, k_bias, v_bias, o, ffn_norm, gate, up, down,
+  final_norm, lm_head,
+};
+
+struct WeightSpec {
+  std::string name;
+  std::vector<int64_t> shape;
+  WeightRole role;
+  int64_t layer = -1;  // -1 for tensors outside the decoder stack
+};
+
+// Every tensor the checkpoint must contain, in a stable order (embedding, layers, final norm,
+// LM head). Throws mosaic::Error for a family that has no table yet.
+std::vector<WeightSpec> family_weight_specs(const ModelConfig& config);
+
+// Fan-in of a weight (its last dimension), used for initialisation scales.
+int64_t weight_fan_in(const WeightSpec& spec);
+
+}  // namespace mosaic
