@@ -29,6 +29,12 @@ if(NOT MOSAIC_CUDA STREQUAL "OFF" AND NOT MOSAIC_FUZZ)
 endif()
 message(STATUS "Mosaic: CUDA backend ${MOSAIC_HAVE_CUDA}")
 
+# One ISA for the whole program: inline functions compiled for AVX2 in one module may be the
+# copy the linker keeps for every module, so mixing targets would not make the rest portable.
+if(MOSAIC_CPU_ISA AND CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
+  add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-march=${MOSAIC_CPU_ISA}>)
+endif()
+
 # ---- warnings, sanitizers ----------------------------------------------------------
 add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-Wall> $<$<COMPILE_LANGUAGE:CXX>:-Wextra>
                     $<$<COMPILE_LANGUAGE:CXX>:-Wno-unused-parameter>)

@@ -28,6 +28,8 @@ struct AttentionArgs {
 
 // out = softmax(scale * q k^T) v per segment and head. Each output row is computed with the same
 // operations whatever the segment's q_begin/q_count split (query chunking is bit-exact).
+// Scratch, allocated per call and per OpenMP thread: (64..256 + head_dim) x max kv_count floats
+// (about 24 MiB per thread at 32k keys and head_dim 128).
 void attention(const AttentionArgs& args);
 
 }  // namespace mosaic::cpu

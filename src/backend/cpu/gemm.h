@@ -27,7 +27,10 @@ struct GemmArgs {
   const float* bias = nullptr;            // optional, length n, added after the sum
 };
 
-// Runs on the OpenMP thread pool (parallel over column panels).
+// Runs on the OpenMP thread pool (parallel over column panels); called inside an active parallel
+// region (as attention does from its tasks) it runs on the calling thread alone. Each thread keeps
+// one packing buffer between calls: the fp32 copy of its B panels, about 192 KiB (12 * K bytes
+// when that is larger).
 void gemm_nt(const GemmArgs& args);
 
 }  // namespace mosaic::cpu
