@@ -11,12 +11,9 @@
 #include <stdexcept>
 #include <string>
 
-namespace mosaic {
+#include "mosaic/error.h"
 
-class Error : public std::runtime_error {
- public:
-  explicit Error(const std::string& message) : std::runtime_error(message) {}
-};
+namespace mosaic {
 
 template <typename... Args>
 [[noreturn]] void fail(fmt::format_string<Args...> format, Args&&... args) {

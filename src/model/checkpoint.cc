@@ -22,7 +22,7 @@ std::map<std::string, std::string> read_weight_map(const fs::path& index_path) {
   json root;
   try {
     root = json::parse(read_text_file(index_path));
-  } catch (const json::parse_error& error) {
+  } catch (const json::exception& error) {  // parse_error, and out_of_range for 1e999
     fail("{}: not valid JSON: {}", source, error.what());
   }
   if (!root.is_object() || !root.contains("weight_map") || !root.at("weight_map").is_object())

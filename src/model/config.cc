@@ -243,7 +243,7 @@ ModelConfig parse_model_config(std::string_view json_text, std::string_view sour
   json root;
   try {
     root = json::parse(json_text);
-  } catch (const json::parse_error& error) {
+  } catch (const json::exception& error) {  // parse_error, and out_of_range for 1e999
     fail("{}: not valid JSON: {}", source, error.what());
   }
   if (!root.is_object()) fail("{}: expected a JSON object at the top level", source);

@@ -161,6 +161,8 @@ TEST(Config, DispatchAndSyntax) {
               HasSubstr("architecture 'LlamaForCausalLM' is not supported"));
   EXPECT_THAT(error_of("{\"d_model\": 4"), HasSubstr("config.json: not valid JSON"));
   EXPECT_THAT(error_of("[1, 2]"), HasSubstr("expected a JSON object"));
+  // Found by the fuzzer: nlohmann reports number overflow as out_of_range, not parse_error.
+  EXPECT_THAT(error_of("{\"rms_norm_eps\": 1e506}"), HasSubstr("config.json: not valid JSON"));
   EXPECT_THAT(error_of("{}"), HasSubstr("missing fields 'architectures' and 'model_type'"));
   EXPECT_THAT(error_of("{\"architectures\": []}"), HasSubstr("'architectures' must be a non-empty list"));
   // model_type alone is enough for older exports.

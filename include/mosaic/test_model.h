@@ -1,0 +1,30 @@
+// Random checkpoints in the real Hugging Face layout (what `mosaic make-test-model` writes).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace mosaic {
+
+struct TestModelRequest {
+  std::string family = "llada";   // "llada" | "dream"
+  std::string preset = "tiny";    // "tiny" | "llada-8b" | "dream-7b"
+  // Overrides of the preset's dimensions.
+  std::optional<int64_t> layers, hidden, heads, kv_heads, ffn, vocab;
+  std::optional<double> rope_theta;
+  bool tied_embeddings = false;   // LM head = embedding (LLaDA weight_tying, Dream tie_word_embeddings)
+  bool qkv_bias = false;          // LLaDA include_qkv_bias (Dream always has q/k/v biases)
+  std::string dtype = "bf16";     // "bf16" | "fp16" | "fp32"
+  int shards = 1;
+  uint64_t seed = 0;
+  std::filesystem::path out;
+  std::function<void(uint64_t written, uint64_t total)> progress;
+};
+
+// Throws mosaic::Error for unknown names or inconsistent dimensions.
+void make_test_model(const TestModelRequest& request);
+
+}  // namespace mosaic

@@ -1,0 +1,51 @@
+#include "mosaic/test_model.h"
+
+#include "core/error.h"
+#include "model/test_model.h"
+
+namespace mosaic {
+
+void make_test_model(const TestModelRequest& request) {
+  Family family;
+  if (request.family == "llada") family = Family::llada;
+  else if (request.family == "dream") family = Family::dream;
+  else fail("unknown family '{}' (expected llada or dream)", request.family);
+
+  ModelConfig config = test_model_preset(family, request.preset);
+  if (request.layers) config.layers = *request.layers;
+  if (request.hidden) config.hidden = *request.hidden;
+  if (request.heads) config.heads = *request.heads;
+  if (request.kv_heads) config.kv_heads = *request.kv_heads;
+  else if (request.heads && family == Family::llada) config.kv_heads = *request.heads;
+  if (request.ffn) config.ffn = *request.ffn;
+  if (request.vocab) {
+    config.vocab = *request.vocab;
+    // Keep the special ids inside a smaller vocabulary, in the same relative places.
+    if (config.mask_token_id >= config.vocab) {
+      config.mask_token_id = config.vocab - 1;
+      config.eos_token_id = config.pad_token_id = config.vocab - 2;
+    }
+  }
+  if (request.rope_theta) config.rope_theta = *request.rope_theta;
+  config.tied_embeddings = request.tied_embeddings;
+  if (request.qkv_bias) {
+    if (family != Family::llada) fail("--qkv-bias applies to the llada family (Dream always has q/k/v biases)");
+    config.qkv_bias = true;
+  }
+  if (config.heads <= 0 || config.hidden <= 0 || config.hidden % config.heads != 0)
+    fail("--hidden {} must be a positive multiple of --heads {}", config.hidden, config.heads);
+  config.head_dim = config.hidden / config.heads;
+
+  const auto dtype = dtype_from_user(request.dtype);
+  if (!dtype || !dtype_is_weight_float(*dtype))
+    fail("unknown dtype '{}' (expected bf16, fp16 or fp32)", request.dtype);
+  if (request.out.empty()) fail("no output folder given (--out DIR)");
+  TestModelOptions options;
+  options.dtype = *dtype;
+  options.shards = request.shards;
+  options.seed = request.seed;
+  options.progress = request.progress;
+  write_test_model(config, options, request.out);
+}
+
+}  // namespace mosaic

@@ -1,0 +1,128 @@
+// mosaic forward: logits of chosen rows for a batch of token-id sequences (mask-only: no other
+// row's logits are computed).
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdio>
+
+#include "cli/commands.h"
+#include "cli/list_parse.h"
+#include "cli/logit_stats.h"
+#include "cli/npy.h"
+#include "core/error.h"
+#include "mosaic/engine.h"
+
+namespace mosaic::cli {
+namespace {
+
+struct ForwardOptions {
+  std::string model;
+  std::vector<std::string> ids;
+  std::vector<std::string> rows;
+  int top = 5;
+  bool json = false;
+  std::string logits_out;
+};
+
+std::vector<SequenceInput> build_batch(const ForwardOptions& options, const ModelInfo& info) {
+  if (!options.rows.empty() && options.rows.size() != options.ids.size())
+    fail("--rows was given {} times but --ids {} times: give one --rows per --ids (or none to "
+         "request every masked position)",
+         options.rows.size(), options.ids.size());
+  std::vector<SequenceInput> batch;
+  for (size_t s = 0; s < options.ids.size(); ++s) {
+    SequenceInput sequence;
+    sequence.ids = parse_int_list(options.ids[s], "--ids");
+    if (!options.rows.empty()) {
+      sequence.rows = parse_int_list(options.rows[s], "--rows");
+    } else {
+      for (size_t p = 0; p < sequence.ids.size(); ++p)
+        if (sequence.ids[p] == info.mask_token_id) sequence.rows.push_back(static_cast<int32_t>(p));
+      if (sequence.rows.empty())
+        fail("sequence {} has no masked position (mask id {}) and no --rows was given", s,
+             info.mask_token_id);
+    }
+    batch.push_back(std::move(sequence));
+  }
+  return batch;
+}
+
+int run_forward(const ForwardOptions& options) {
+  const auto engine = Engine::open(options.model);
+  const ModelInfo& info = engine->info();
+  const std::vector<SequenceInput> batch = build_batch(options, info);
+
+  const auto start = std::chrono::steady_clock::now();
+  const ForwardOutput out = engine->forward(batch);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  const int64_t total_rows = static_cast<int64_t>(out.logits.size()) / std::max<int64_t>(out.vocab, 1);
+  if (!options.logits_out.empty())
+    write_npy_f32(options.logits_out, out.logits, {total_rows, out.vocab});
+
+  nlohmann::ordered_json report;
+  report["model"] = {{"path", options.model}, {"family", info.family}, {"layers", info.layers},
+                     {"hidden", info.hidden}, {"vocab", info.vocab}, {"dtype", info.weight_dtype}};
+  report["seconds"] = seconds;
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  int64_t r = 0;
+  for (size_t s = 0; s < batch.size(); ++s) {
+    for (const int32_t row : batch[s].rows) {
+      const std::span<const float> logits(out.logits.data() + r * out.vocab,
+                                          static_cast<size_t>(out.vocab));
+      const LogitStats stats = logit_stats(logits, options.top);
+      nlohmann::ordered_json top = nlohmann::ordered_json::array();
+      for (const TopToken& token : stats.top)
+        top.push_back({{"id", token.id}, {"logit", token.logit}, {"probability", token.probability}});
+      rows.push_back({{"sequence", s}, {"row", row}, {"top", top}, {"max", stats.max},
+                      {"mean", stats.mean}, {"std", stats.std}, {"logsumexp", stats.logsumexp},
+                      {"entropy", stats.entropy}});
+      ++r;
+    }
+  }
+  report["rows"] = rows;
+  if (options.json) {
+    std::puts(report.dump(2).c_str());
+    return 0;
+  }
+  fmt::print("{} ({}, {} layers, hidden {}, vocab {}, {} weights): {} rows in {:.3f} s\n",
+             options.model, info.family, info.layers, info.hidden, info.vocab, info.weight_dtype,
+             total_rows, seconds);
+  for (const auto& row : report["rows"]) {
+    std::string top;
+    for (const auto& token : row["top"])
+      top += fmt::format("  {:>6} {:8.3f} ({:5.1f}%)", token["id"].get<int>(),
+                         token["logit"].get<float>(), 100 * token["probability"].get<double>());
+    fmt::print("seq {} row {:>4}:{}\n", row["sequence"].get<int>(), row["row"].get<int>(), top);
+    fmt::print("             max {:.3f}  mean {:.3f}  std {:.3f}  logsumexp {:.3f}  entropy {:.3f} nats\n",
+               row["max"].get<double>(), row["mean"].get<double>(), row["std"].get<double>(),
+               row["logsumexp"].get<double>(), row["entropy"].get<double>());
+  }
+  return 0;
+}
+
+}  // namespace
+
+Action register_forward(CLI::App& app) {
+  auto options = std::make_shared<ForwardOptions>();
+  CLI::App* command = app.add_subcommand(
+      "forward", "Logits of chosen rows for a batch of token-id sequences (mask-only)");
+  command->add_option("--model", options->model, "Hugging Face model folder")->required();
+  command->add_option("--ids", options->ids,
+                      "Token ids of one sequence, e.g. 1,2,3 (repeat for a batch)")
+      ->required();
+  command->add_option("--rows", options->rows,
+                      "Positions whose logits to compute, one list per --ids "
+                      "(default: the positions holding the mask id)");
+  command->add_option("--top", options->top, "Top tokens to show per row")
+      ->default_val(5)
+      ->check(CLI::Range(0, 1000));
+  command->add_flag("--json", options->json, "Print a JSON report");
+  command->add_option("--logits-out", options->logits_out,
+                      "Write the logits as a float32 .npy array [rows, vocab]");
+  return [options] { return run_forward(*options); };
+}
+
+}  // namespace mosaic::cli

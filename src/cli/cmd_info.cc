@@ -1,0 +1,46 @@
+// mosaic info: what a model folder holds, after full validation.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+
+#include "cli/commands.h"
+#include "mosaic/engine.h"
+
+namespace mosaic::cli {
+namespace {
+
+struct InfoOptions {
+  std::string model;
+  bool json = false;
+};
+
+int run_info(const InfoOptions& options) {
+  const auto engine = Engine::open(options.model);
+  const ModelInfo& info = engine->info();
+  nlohmann::ordered_json report = {
+      {"path", options.model},       {"family", info.family},     {"architecture", info.architecture},
+      {"layers", info.layers},       {"hidden", info.hidden},     {"heads", info.heads},
+      {"kv_heads", info.kv_heads},   {"head_dim", info.head_dim}, {"ffn", info.ffn},
+      {"vocab", info.vocab},         {"rope_theta", info.rope_theta},
+      {"mask_token_id", info.mask_token_id}, {"eos_token_id", info.eos_token_id},
+      {"weight_bytes", info.weight_bytes},   {"weight_dtype", info.weight_dtype}};
+  if (options.json) {
+    std::puts(report.dump(2).c_str());
+    return 0;
+  }
+  for (const auto& [key, value] : report.items()) fmt::print("{:>14}: {}\n", key, value.dump());
+  return 0;
+}
+
+}  // namespace
+
+Action register_info(CLI::App& app) {
+  auto options = std::make_shared<InfoOptions>();
+  CLI::App* command = app.add_subcommand("info", "Validate a model folder and print its shape");
+  command->add_option("--model", options->model, "Hugging Face model folder")->required();
+  command->add_flag("--json", options->json, "Print JSON");
+  return [options] { return run_info(*options); };
+}
+
+}  // namespace mosaic::cli

@@ -1,0 +1,21 @@
+// The straight-line fp32 CPU forward: one buffer per activation, layer after layer. It is the
+// oracle the planned executor is checked against, and the simplest statement of the model math:
+//
+//   x = embed(ids)
+//   per layer:  n = rms_norm(x);  q, k, v = n Wq^T (+bq), n Wk^T (+bk), n Wv^T (+bv)
+//               rope(q), rope(k);  x += attention(q, k, v) Wo^T
+//               n = rms_norm(x);   x += (silu(n Wg^T) * (n Wu^T)) Wd^T
+//   logits[r] = rms_norm(x[logit_rows[r]]) Wlm^T        (only the requested rows)
+#pragma once
+
+#include <vector>
+
+#include "exec/forward_batch.h"
+#include "model/model_weights.h"
+
+namespace mosaic {
+
+// Returns logits [packed.logit_rows.size(), vocab], row-major.
+std::vector<float> direct_forward(const Model& model, const PackedBatch& packed);
+
+}  // namespace mosaic

@@ -1,0 +1,206 @@
+#!/usr/bin/python3
+"""Damaged checkpoints and bad arguments: `mosaic` must exit non-zero with one clear line.
+
+    /usr/bin/python3 tests/cli/test_cli_errors.py --mosaic build/src/cli/mosaic
+
+Each test writes a tiny random checkpoint with `mosaic make-test-model`, damages one thing the
+way real files get damaged (truncated downloads, hand-edited headers, mismatched configs), runs
+`mosaic info` or `mosaic forward`, and checks: exit status 1 (2 for usage errors), no crash
+(a signal would give a negative status), and the message on stderr naming the culprit.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import unittest
+
+MOSAIC = None
+
+
+def run(*args):
+    proc = subprocess.run([MOSAIC, *args], capture_output=True, text=True, timeout=120)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def read_safetensors(path):
+    """(header dict, data bytes) of a safetensors file, read with the standard library."""
+    with open(path, "rb") as f:
+        blob = f.read()
+    (length,) = struct.unpack("<Q", blob[:8])
+    return json.loads(blob[8:8 + length]), blob[8 + length:]
+
+
+def write_safetensors(path, header, data, declared_length=None):
+    text = json.dumps(header).encode()
+    text += b" " * ((8 - len(text) % 8) % 8)
+    length = len(text) if declared_length is None else declared_length
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", length) + text + data)
+
+
+class CliErrors(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="mosaic_cli_errors_")
+        self.model = os.path.join(self.tmp, "model")
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def make(self, family="llada", shards=1):
+        code, _, err = run("make-test-model", "--family", family, "--layers", "1", "--hidden", "64",
+                           "--heads", "2", "--ffn", "96", "--vocab", "1024", "--seed", "3",
+                           "--shards", str(shards), "--quiet", "--out", self.model)
+        self.assertEqual(code, 0, err)
+        return os.path.join(self.model, "model.safetensors")
+
+    def assert_error(self, args, *fragments, code=1):
+        status, out, err = run(*args)
+        self.assertEqual(status, code, f"status {status}; stderr: {err}")
+        for fragment in fragments:
+            self.assertIn(fragment, err)
+        if code == 1:
+            self.assertTrue(err.startswith("mosaic: error: "), err)
+            self.assertEqual(err.count("\n"), 1, "the error is one line: " + err)
+
+    def load_error(self, *fragments):
+        self.assert_error(["info", "--model", self.model], *fragments)
+        self.assert_error(["forward", "--model", self.model, "--ids", "1,1000"], *fragments)
+
+    # --- the damage the foundation issue lists ------------------------------------------
+    def test_truncated_file(self):
+        path = self.make()
+        os.truncate(path, os.path.getsize(path) - 1000)
+        self.load_error("model.safetensors: tensor 'model.transformer.ff_out.weight'",
+                        "lies outside the file's data section", "(truncated file?)")
+
+    def test_header_length_beyond_file(self):
+        path = self.make()
+        header, data = read_safetensors(path)
+        write_safetensors(path, header, data, declared_length=10**12)
+        self.load_error("model.safetensors: header length 1000000000000 extends beyond the end of the file")
+
+    def test_header_not_json(self):
+        path = self.make()
+        with open(path, "r+b") as f:
+            f.seek(8)
+            f.write(b"{not json")
+        self.load_error("model.safetensors: safetensors header is not valid JSON")
+
+    def test_tensor_data_outside_file(self):
+        path = self.make()
+        header, data = read_safetensors(path)
+        entry = header["model.transformer.ln_f.weight"]
+        entry["data_offsets"] = [len(data), len(data) + 128]
+        write_safetensors(path, header, data)
+        self.load_error("tensor 'model.transformer.ln_f.weight': data [", "lies outside the file's data section")
+
+    def test_overlapping_tensors(self):
+        path = self.make()
+        header, data = read_safetensors(path)
+        header["model.transformer.ln_f.weight"]["data_offsets"] = \
+            header["model.transformer.blocks.0.attn_norm.weight"]["data_offsets"]
+        write_safetensors(path, header, data)
+        self.load_error("overlap in the data section")
+
+    def test_unknown_dtype(self):
+        path = self.make()
+        header, data = read_safetensors(path)
+        header["model.transformer.ln_f.weight"]["dtype"] = "BF17"
+        write_safetensors(path, header, data)
+        self.load_error("tensor 'model.transformer.ln_f.weight': unknown dtype 'BF17'")
+
+    def test_shape_disagrees_with_config(self):
+        self.make()
+        config_path = os.path.join(self.model, "config.json")
+        with open(config_path) as f:
+            config = json.load(f)
+        config["mlp_hidden_size"] = 128
+        with open(config_path, "w") as f:
+            json.dump(config, f)
+        self.load_error("tensor 'model.transformer.blocks.0.ff_proj.weight' has shape [96, 64] "
+                        "but config.json implies [128, 64]")
+
+    def test_missing_tensor(self):
+        path = self.make()
+        header, data = read_safetensors(path)
+        del header["model.transformer.blocks.0.v_proj.weight"]
+        write_safetensors(path, header, data)
+        self.load_error("missing tensor 'model.transformer.blocks.0.v_proj.weight'")
+
+    def test_unexpected_tensor(self):
+        path = self.make()
+        header, data = read_safetensors(path)
+        header["model.transformer.blocks.0.extra.weight"] = {
+            "dtype": "BF16", "shape": [2], "data_offsets": [len(data), len(data) + 4]}
+        write_safetensors(path, header, data + bytes(4))
+        self.load_error("unexpected tensor 'model.transformer.blocks.0.extra.weight'")
+
+    def test_missing_config_field(self):
+        self.make("dream")
+        config_path = os.path.join(self.model, "config.json")
+        with open(config_path) as f:
+            config = json.load(f)
+        del config["hidden_size"]
+        with open(config_path, "w") as f:
+            json.dump(config, f)
+        self.load_error("config.json: missing field 'hidden_size' (Dream config)")
+
+    def test_config_not_json(self):
+        self.make()
+        with open(os.path.join(self.model, "config.json"), "w") as f:
+            f.write('{"d_model": 64,')
+        self.load_error("config.json: not valid JSON")
+
+    def test_llada_moe_refused(self):
+        os.makedirs(self.model)
+        with open(os.path.join(self.model, "config.json"), "w") as f:
+            json.dump({"architectures": ["LLaDAMoEModelLM"], "model_type": "llada",
+                       "hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 16,
+                       "num_experts": 64, "num_experts_per_tok": 8, "vocab_size": 157184}, f)
+        self.load_error("LLaDA-MoE (LLaDAMoEModelLM, 64 experts, 8 active) is not supported yet")
+
+    def test_missing_shard(self):
+        self.make(shards=2)
+        os.remove(os.path.join(self.model, "model-00001-of-00002.safetensors"))
+        self.load_error("shard 'model-00001-of-00002.safetensors' named by model.safetensors.index.json does not exist")
+
+    def test_not_a_model_folder(self):
+        self.assert_error(["info", "--model", os.path.join(self.tmp, "nowhere")], "not a directory")
+
+    # --- bad arguments -------------------------------------------------------------------
+    def test_bad_ids_and_rows(self):
+        self.make()
+        self.assert_error(["forward", "--model", self.model, "--ids", "1,x"], "--ids: 'x' is not an integer")
+        self.assert_error(["forward", "--model", self.model, "--ids", "1,5000", "--rows", "0"],
+                          "token id 5000 at position 1 is outside the vocabulary [0, 1024)")
+        self.assert_error(["forward", "--model", self.model, "--ids", "1,2", "--rows", "2"],
+                          "requested row 2 is outside the sequence of length 2")
+        self.assert_error(["forward", "--model", self.model, "--ids", "1,2"],
+                          "no masked position (mask id 1000) and no --rows")
+        self.assert_error(["forward", "--model", self.model, "--ids", "1", "--ids", "2", "--rows", "0"],
+                          "--rows was given 1 times but --ids 2 times")
+
+    def test_usage_errors_exit_2(self):
+        self.assert_error(["forward", "--ids", "1"], "--model is required", code=2)
+        self.assert_error(["no-such-command"], code=2)
+        self.assert_error(["make-test-model", "--family", "gpt", "--seed", "1", "--out", self.model], code=2)
+
+    def test_good_run_succeeds(self):
+        self.make()
+        status, out, err = run("forward", "--model", self.model, "--ids", "5,1000,1000", "--json")
+        self.assertEqual(status, 0, err)
+        report = json.loads(out)
+        self.assertEqual([row["row"] for row in report["rows"]], [1, 2])
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mosaic", required=True)
+    args, rest = parser.parse_known_args()
+    MOSAIC = os.path.abspath(args.mosaic)
+    unittest.main(argv=[sys.argv[0], *rest])
