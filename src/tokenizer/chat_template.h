@@ -1,0 +1,41 @@
+// Chat prompts for the instruct models Mosaic runs, written out as fixed text formats instead of
+// running the checkpoints' Jinja templates (there is no C++ Jinja engine here). The formats
+// (shared/reference/models.md §3), for one user message with the generation prompt:
+//
+//   llada      <|startoftext|><|start_header_id|>user<|end_header_id|>\n\n{content}<|eot_id|>
+//              <|start_header_id|>assistant<|end_header_id|>\n\n
+//   dream      <|im_start|>system\nYou are a helpful assistant.<|im_end|>\n
+//              <|im_start|>user\n{content}<|im_end|>\n<|im_start|>assistant\n
+//   llada_moe  <role>SYSTEM</role>detailed thinking off<|role_end|><role>HUMAN</role>{content}
+//              <|role_end|><role>ASSISTANT</role>
+//
+// (lines broken here only). Dream and LLaDA-MoE insert their default system turn when the first
+// message is not a system message. The rendered text already holds the BOS where one belongs:
+// encode it with add_special_tokens=false. Contents are inserted verbatim, so special-token
+// text inside a message becomes that special token when encoded, as with the Jinja templates.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace mosaic {
+
+enum class ChatFormat { llada, dream, llada_moe };
+
+struct ChatMessage {
+  std::string role;  // "system", "user", "assistant" (llada and dream accept any role)
+  std::string content;
+};
+
+// Throws mosaic::Error for a role that the format cannot express (llada_moe knows only system,
+// user and assistant).
+std::string render_chat(ChatFormat format, std::span<const ChatMessage> messages,
+                        bool add_generation_prompt);
+
+// The format for a config.json "architectures" entry (LLaDAModelLM, DreamModel,
+// LLaDAMoEModelLM), or nullopt.
+std::optional<ChatFormat> chat_format_for_architecture(std::string_view architecture);
+
+}  // namespace mosaic
