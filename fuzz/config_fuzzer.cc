@@ -1,0 +1,23 @@
+// libFuzzer target: config.json parsing must turn any text into either a consistent
+// ModelConfig or a mosaic::Error.
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "core/error.h"
+#include "model/config.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  try {
+    const mosaic::ModelConfig config = mosaic::parse_model_config(text, "fuzz.json");
+    // Invariants every accepted config must satisfy (the loader and planner rely on them).
+    if (config.hidden <= 0 || config.heads <= 0 || config.kv_heads <= 0 ||
+        config.heads % config.kv_heads != 0 || config.head_dim * config.heads != config.hidden ||
+        config.head_dim % 2 != 0 || config.ffn <= 0 || config.vocab <= 0 ||
+        config.mask_token_id >= config.vocab || config.layers <= 0)
+      __builtin_trap();
+  } catch (const mosaic::Error&) {
+  }
+  return 0;
+}

