@@ -39,6 +39,9 @@ struct SequenceInput {
 struct ForwardOutput {
   int64_t vocab = 0;
   std::vector<float> logits;  // [total requested rows, vocab], sequences in batch order
+  // Memory of the step as planned (bytes): the arena's planned peak for the step's shape bucket,
+  // the most bytes live at once, and what the arena holds.
+  uint64_t planned_peak = 0, lower_bound = 0, arena_bytes = 0;
 };
 
 class Engine {

@@ -1,15 +1,22 @@
 #include "mosaic/engine.h"
 
+#include <mutex>
+
 #include "core/error.h"
-#include "exec/direct_forward.h"
+#include "exec/cpu_executor.h"
 #include "exec/forward_batch.h"
 #include "model/model_weights.h"
+#include "plan/step_planner.h"
 
 namespace mosaic {
 
 struct Engine::Impl {
   std::unique_ptr<Model> model;
   ModelInfo info;
+  std::unique_ptr<StepPlanner> planner;
+  std::unique_ptr<CpuExecutor> executor;
+  std::mutex mutex;  // one step at a time on the arena
+  CpuArena arena;
 };
 
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -28,6 +35,8 @@ std::unique_ptr<Engine> Engine::open(const std::filesystem::path& model_dir) {
   info.rope_theta = c.rope_theta;
   info.weight_bytes = impl->model->weights().bytes;
   info.weight_dtype = std::string(dtype_name(impl->model->weights().embedding.dtype));
+  impl->planner = std::make_unique<StepPlanner>(c, GraphOptions{DType::f32, HeadMode::logits});
+  impl->executor = std::make_unique<CpuExecutor>(*impl->model);
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }
 
@@ -38,9 +47,20 @@ ForwardOutput Engine::forward(std::span<const SequenceInput> batch) const {
   views.reserve(batch.size());
   for (const SequenceInput& sequence : batch) views.push_back({sequence.ids, sequence.rows});
   const PackedBatch packed = pack_batch(impl_->model->config(), views);
+  StepShape shape;
+  for (const SequenceInput& sequence : batch) {
+    shape.lengths.push_back(static_cast<int64_t>(sequence.ids.size()));
+    shape.candidates.push_back(static_cast<int64_t>(sequence.rows.size()));
+  }
+  const Graph graph = impl_->planner->instantiate(shape, ChunkConfig{});
+  const auto planned = impl_->planner->plan(graph);
   ForwardOutput out;
   out.vocab = impl_->model->config().vocab;
-  out.logits = direct_forward(*impl_->model, packed);
+  std::lock_guard lock(impl_->mutex);
+  out.logits = impl_->executor->run(graph, *planned, impl_->arena, packed);
+  out.planned_peak = planned->memory.planned_peak;
+  out.lower_bound = planned->memory.lower_bound;
+  out.arena_bytes = impl_->arena.size();
   return out;
 }
 

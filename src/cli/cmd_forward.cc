@@ -66,6 +66,8 @@ int run_forward(const ForwardOptions& options) {
   report["model"] = {{"path", options.model}, {"family", info.family}, {"layers", info.layers},
                      {"hidden", info.hidden}, {"vocab", info.vocab}, {"dtype", info.weight_dtype}};
   report["seconds"] = seconds;
+  report["memory"] = {{"planned_peak_bytes", out.planned_peak}, {"lower_bound_bytes", out.lower_bound},
+                      {"arena_bytes", out.arena_bytes}};
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   int64_t r = 0;
   for (size_t s = 0; s < batch.size(); ++s) {
@@ -90,6 +92,8 @@ int run_forward(const ForwardOptions& options) {
   fmt::print("{} ({}, {} layers, hidden {}, vocab {}, {} weights): {} rows in {:.3f} s\n",
              options.model, info.family, info.layers, info.hidden, info.vocab, info.weight_dtype,
              total_rows, seconds);
+  fmt::print("activations: planned peak {:.2f} MiB, lower bound {:.2f} MiB, arena {:.2f} MiB\n",
+             out.planned_peak / 1048576.0, out.lower_bound / 1048576.0, out.arena_bytes / 1048576.0);
   for (const auto& row : report["rows"]) {
     std::string top;
     for (const auto& token : row["top"])

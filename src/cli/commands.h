@@ -13,5 +13,6 @@ using Action = std::function<int()>;
 Action register_forward(CLI::App& app);
 Action register_make_test_model(CLI::App& app);
 Action register_info(CLI::App& app);
+Action register_plan(CLI::App& app);
 
 }  // namespace mosaic::cli

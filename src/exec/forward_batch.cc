@@ -26,9 +26,12 @@ PackedBatch pack_batch(const ModelConfig& config, std::span<const SequenceRows> 
       packed.ids.push_back(id);
       packed.positions.push_back(static_cast<int32_t>(p));
     }
+    std::vector<bool> requested(static_cast<size_t>(length), false);
     for (const int32_t row : sequence.rows) {
       if (row < 0 || row >= length)
         fail("sequence {}: requested row {} is outside the sequence of length {}", s, row, length);
+      if (requested[row]) fail("sequence {}: row {} is requested twice", s, row);
+      requested[row] = true;
       const int64_t source = config.shifted_logits() ? std::max<int64_t>(row - 1, 0) : row;
       packed.logit_rows.push_back(static_cast<int32_t>(start + source));
     }

@@ -25,7 +25,7 @@ struct PackedBatch {
   int64_t sequences() const { return static_cast<int64_t>(offsets.size()) - 1; }
 };
 
-// Validates ids (0 <= id < vocab), rows (0 <= p < L) and non-empty sequences, throwing
+// Validates ids (0 <= id < vocab), rows (0 <= p < L, each at most once) and non-empty sequences, throwing
 // mosaic::Error naming the sequence and the value, and packs the batch. The family's logit
 // convention is applied here (Dream: position p reads hidden row p - 1, position 0 row 0).
 PackedBatch pack_batch(const ModelConfig& config, std::span<const SequenceRows> batch);

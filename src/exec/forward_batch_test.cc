@@ -49,6 +49,8 @@ TEST(PackBatch, RejectsBadInput) {
   EXPECT_THAT(error_of(config, {{ok, bad_rows}}),
               HasSubstr("sequence 0: requested row 2 is outside the sequence of length 2"));
   EXPECT_THAT(error_of(config, {{none, none}}), HasSubstr("sequence 0 is empty"));
+  const std::vector<int32_t> twice = {1, 1};
+  EXPECT_THAT(error_of(config, {{ok, twice}}), HasSubstr("sequence 0: row 1 is requested twice"));
   EXPECT_THAT(error_of(config, {}), HasSubstr("no sequences"));
 }
 

@@ -68,6 +68,27 @@ std::vector<WeightSpec> family_weight_specs(const ModelConfig& config) {
   return specs;
 }
 
+std::string_view weight_role_name(WeightRole role) {
+  switch (role) {
+    case WeightRole::embedding: return "embedding";
+    case WeightRole::attn_norm: return "attn_norm";
+    case WeightRole::q: return "q";
+    case WeightRole::k: return "k";
+    case WeightRole::v: return "v";
+    case WeightRole::q_bias: return "q_bias";
+    case WeightRole::k_bias: return "k_bias";
+    case WeightRole::v_bias: return "v_bias";
+    case WeightRole::o: return "o";
+    case WeightRole::ffn_norm: return "ffn_norm";
+    case WeightRole::gate: return "gate";
+    case WeightRole::up: return "up";
+    case WeightRole::down: return "down";
+    case WeightRole::final_norm: return "final_norm";
+    case WeightRole::lm_head: return "lm_head";
+  }
+  return "?";
+}
+
 int64_t weight_fan_in(const WeightSpec& spec) { return spec.shape.back(); }
 
 }  // namespace mosaic

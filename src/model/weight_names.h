@@ -27,6 +27,9 @@ struct WeightSpec {
 // LM head). Throws mosaic::Error for a family that has no table yet.
 std::vector<WeightSpec> family_weight_specs(const ModelConfig& config);
 
+// "q", "gate", "lm_head", ... for reports.
+std::string_view weight_role_name(WeightRole role);
+
 // Fan-in of a weight (its last dimension), used for initialisation scales.
 int64_t weight_fan_in(const WeightSpec& spec);
 

@@ -190,6 +190,38 @@ class CliErrors(unittest.TestCase):
         self.assert_error(["no-such-command"], code=2)
         self.assert_error(["make-test-model", "--family", "gpt", "--seed", "1", "--out", self.model], code=2)
 
+    # --- mosaic plan ----------------------------------------------------------------------
+    def test_plan_bad_input(self):
+        self.assert_error(["plan", "--model", "llada-8b", "--seq-len", "0"], "sequence length must be positive, got 0")
+        self.assert_error(["plan", "--model", "llada-8b", "--seq-len", "-5"], "must be positive")
+        self.assert_error(["plan", "--model", "llada-8b", "--seq-len", "64", "--masked", "65"],
+                          "--masked 65 exceeds the sequence length 64")
+        self.assert_error(["plan", "--model", "llada-8b", "--seq-len", "64", "--prompt-len", "70"],
+                          "--prompt-len 70 exceeds the sequence length 64")
+        self.assert_error(["plan", "--model", "gpt-5", "--seq-len", "64"], "'gpt-5' is neither a preset")
+        self.assert_error(["plan", "--model", "llada-8b", "--batch", "64,x"], "--batch: 'x' is not an integer")
+        self.assert_error(["plan", "--model", "llada-8b", "--seq-len", "64", "--chunks", "1,2"],
+                          "--chunks takes four counts")
+        os.makedirs(self.model)
+        with open(os.path.join(self.model, "config.json"), "w") as f:
+            f.write("{ broken")
+        self.assert_error(["plan", "--model", self.model, "--seq-len", "64"], "config.json: not valid JSON")
+
+    def test_plan_report_and_picture(self):
+        svg = os.path.join(self.tmp, "timeline.svg")
+        status, out, err = run("plan", "--model", "dream-7b", "--batch", "300,200,100", "--json", "--svg", svg)
+        self.assertEqual(status, 0, err)
+        report = json.loads(out)
+        self.assertEqual(report["tokens"], 600)
+        self.assertEqual(report["candidates"], 150 + 100 + 50)
+        self.assertGreaterEqual(report["activation_peak_bytes"], report["lower_bound_bytes"])
+        with open(svg) as f:
+            self.assertIn("<svg", f.read())
+        self.make()  # a folder works too, weights unread
+        status, out, err = run("plan", "--model", self.model, "--seq-len", "128")
+        self.assertEqual(status, 0, err)
+        self.assertIn("activation peak", out)
+
     def test_good_run_succeeds(self):
         self.make()
         status, out, err = run("forward", "--model", self.model, "--ids", "5,1000,1000", "--json")

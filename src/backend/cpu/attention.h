@@ -9,12 +9,11 @@
 #include <cstdint>
 #include <span>
 
+#include "core/attention_segment.h"
+
 namespace mosaic::cpu {
 
-struct AttentionSegment {
-  int64_t q_begin = 0, q_count = 0;    // rows of q / out
-  int64_t kv_begin = 0, kv_count = 0;  // rows of k / v
-};
+using mosaic::AttentionSegment;
 
 struct AttentionArgs {
   const float* q = nullptr;  int64_t q_stride = 0;    // [rows, q_heads, head_dim]

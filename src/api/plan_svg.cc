@@ -1,0 +1,126 @@
+// The memory timeline picture: live bytes after each op, stacked by tensor category, with the
+// planned peak (what the arena maps) and the lower bound (most bytes live at once) marked.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "mosaic/plan.h"
+
+namespace mosaic {
+namespace {
+
+constexpr double kWidth = 1100, kHeight = 520;
+constexpr double kLeft = 80, kRight = 190, kTop = 50, kBottom = 60;
+constexpr const char* kColors[] = {"#9e9e9e", "#4e79a7", "#a0cbe8", "#f28e2b",
+                                   "#e15759", "#76b7b2", "#59a14f", "#b07aa1"};
+
+std::string human_bytes(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int unit = 0;
+  while (bytes >= 1024 && unit < 4) bytes /= 1024, ++unit;
+  return fmt::format("{:.3g} {}", bytes, units[unit]);
+}
+
+std::string escape(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '<') out += "&lt;";
+    else if (c == '>') out += "&gt;";
+    else if (c == '&') out += "&amp;";
+    else out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string plan_timeline_svg(const PlanReport& report) {
+  const size_t ops = report.timeline.size();
+  const size_t categories = report.categories.size();
+  const double plot_w = kWidth - kLeft - kRight, plot_h = kHeight - kTop - kBottom;
+  const double top_bytes = std::max<double>(1.0, double(report.activation_peak) * 1.08);
+  auto x = [&](double op) { return kLeft + plot_w * op / std::max<double>(1.0, double(ops)); };
+  auto y = [&](double bytes) { return kTop + plot_h * (1.0 - bytes / top_bytes); };
+
+  std::string svg = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
+      "font-family=\"sans-serif\" font-size=\"12\">\n"
+      "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
+      kWidth, kHeight);
+  svg += fmt::format(
+      "<text x=\"{}\" y=\"22\" font-size=\"15\" font-weight=\"bold\">{}: {} tokens, {} candidates"
+      " — planned peak {}, lower bound {}, PAR {:.2f}</text>\n",
+      kLeft, escape(report.model), report.tokens, report.candidates,
+      human_bytes(double(report.activation_peak)), human_bytes(double(report.lower_bound)), report.par);
+
+  // Axes and grid.
+  svg += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"black\"/>\n", kLeft, kTop, kTop + plot_h);
+  svg += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"black\"/>\n", kLeft, kTop + plot_h, kLeft + plot_w);
+  // Ticks at 1, 2 or 5 times a power of ten of the display unit.
+  const double unit = top_bytes >= 2.0 * (1 << 30) ? double(1 << 30) : double(1 << 20);
+  const double raw_step = top_bytes / unit / 4.0;
+  const double magnitude = std::pow(10.0, std::floor(std::log10(raw_step)));
+  const double nice = raw_step / magnitude < 2 ? 1 : raw_step / magnitude < 5 ? 2 : 5;
+  const double tick_step = nice * magnitude * unit;
+  for (double bytes = 0; bytes <= top_bytes; bytes += tick_step) {
+    svg += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#dddddd\"/>\n"
+                       "<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n",
+                       kLeft, y(bytes), kLeft + plot_w, y(bytes), kLeft - 6, y(bytes) + 4,
+                       human_bytes(bytes));
+  }
+
+  // Stacked areas, bottom category first: each band is the polygon between its lower and upper
+  // cumulative curves, drawn as steps (the live set is constant during an op).
+  std::vector<double> lower(ops, 0.0);
+  for (size_t k = 0; k < categories; ++k) {
+    std::vector<double> upper(ops);
+    bool any = false;
+    for (size_t op = 0; op < ops; ++op) {
+      upper[op] = lower[op] + double(report.timeline[op][k]);
+      any = any || report.timeline[op][k] > 0;
+    }
+    if (any) {
+      std::string points;
+      for (size_t op = 0; op < ops; ++op)
+        points += fmt::format("{:.1f},{:.1f} {:.1f},{:.1f} ", x(op), y(upper[op]), x(op + 1), y(upper[op]));
+      for (size_t op = ops; op-- > 0;)
+        points += fmt::format("{:.1f},{:.1f} {:.1f},{:.1f} ", x(op + 1), y(lower[op]), x(op), y(lower[op]));
+      svg += fmt::format("<polygon points=\"{}\" fill=\"{}\" stroke=\"none\"/>\n", points, kColors[k % 8]);
+    }
+    lower = std::move(upper);
+  }
+
+  svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">op (execution order, {} ops; "
+                     "{} layers)</text>\n",
+                     kLeft + plot_w / 2, kHeight - 20, ops, report.layers);
+
+  // The planned peak, the lower bound and where it is reached.
+  svg += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"black\" "
+                     "stroke-dasharray=\"6,4\"/>\n<text x=\"{}\" y=\"{:.1f}\">planned peak {}</text>\n",
+                     kLeft, y(double(report.activation_peak)), kLeft + plot_w, y(double(report.activation_peak)),
+                     kLeft + plot_w + 6, y(double(report.activation_peak)) + 4,
+                     human_bytes(double(report.activation_peak)));
+  const double peak_x = x(report.peak_op + 0.5);
+  const char* anchor = peak_x < kLeft + plot_w * 0.25 ? "start" : peak_x > kLeft + plot_w * 0.75 ? "end" : "middle";
+  svg += fmt::format("<line x1=\"{:.1f}\" y1=\"{}\" x2=\"{:.1f}\" y2=\"{}\" stroke=\"#c00000\"/>\n"
+                     "<text x=\"{:.1f}\" y=\"{}\" fill=\"#c00000\" text-anchor=\"{}\">lower bound "
+                     "{} reached at op {} ({})</text>\n",
+                     peak_x, kTop, peak_x, kTop + plot_h, peak_x, kTop - 6, anchor,
+                     human_bytes(double(report.lower_bound)), report.peak_op,
+                     escape(report.peak_op_name));
+
+  // Legend, top category first (as stacked).
+  double legend_y = kTop + 40;
+  for (size_t k = categories; k-- > 0;) {
+    svg += fmt::format("<rect x=\"{}\" y=\"{:.1f}\" width=\"14\" height=\"14\" fill=\"{}\"/>"
+                       "<text x=\"{}\" y=\"{:.1f}\">{}</text>\n",
+                       kLeft + plot_w + 10, legend_y, kColors[k % 8], kLeft + plot_w + 30,
+                       legend_y + 12, escape(report.categories[k]));
+    legend_y += 20;
+  }
+  svg += "</svg>\n";
+  return svg;
+}
+
+}  // namespace mosaic

@@ -1,0 +1,141 @@
+// mosaic plan: the memory plan of one denoising step, from a configuration alone.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <fstream>
+
+#include "cli/commands.h"
+#include "cli/list_parse.h"
+#include "core/error.h"
+#include "mosaic/plan.h"
+
+namespace mosaic::cli {
+namespace {
+
+struct PlanOptions {
+  PlanRequest request;
+  int64_t seq_len = 0, prompt_len = -1, masked = -1;
+  std::string batch, chunks, svg;
+  bool json = false;
+};
+
+std::string gib(uint64_t bytes) { return fmt::format("{:.3f} GiB", bytes / 1073741824.0); }
+
+// Candidates of a sequence of length L: --masked M, else L - prompt (prompt defaults to L / 2).
+int64_t candidates_for(const PlanOptions& o, int64_t length) {
+  if (o.masked >= 0) {
+    if (o.masked > length) fail("--masked {} exceeds the sequence length {}", o.masked, length);
+    return o.masked;
+  }
+  const int64_t prompt = o.prompt_len >= 0 ? o.prompt_len : length / 2;
+  if (prompt > length) fail("--prompt-len {} exceeds the sequence length {}", prompt, length);
+  return length - prompt;
+}
+
+void build_shape(PlanOptions& o) {
+  std::vector<int64_t> lengths;
+  if (!o.batch.empty()) {
+    if (o.seq_len != 0) fail("give either --seq-len or --batch, not both");
+    for (int32_t length : parse_int_list(o.batch, "--batch")) lengths.push_back(length);
+  } else {
+    lengths.push_back(o.seq_len);
+  }
+  for (int64_t length : lengths) {
+    if (length <= 0) fail("sequence length must be positive, got {} (--seq-len or --batch)", length);
+    o.request.lengths.push_back(length);
+    o.request.candidates.push_back(candidates_for(o, length));
+  }
+  if (!o.chunks.empty()) {
+    const std::vector<int32_t> counts = parse_int_list(o.chunks, "--chunks");
+    if (counts.size() != 4) fail("--chunks takes four counts: qkv,attention,ffn,head");
+    o.request.qkv_chunks = counts[0], o.request.attention_chunks = counts[1];
+    o.request.ffn_chunks = counts[2], o.request.head_chunks = counts[3];
+  }
+}
+
+nlohmann::ordered_json to_json(const PlanReport& r) {
+  nlohmann::ordered_json j;
+  j["model"] = r.model;
+  j["family"] = r.family;
+  j["weight_bytes"] = r.weight_bytes;
+  j["weight_dtype"] = r.weight_dtype;
+  j["sequences"] = r.sequences;
+  j["tokens"] = r.tokens;
+  j["candidates"] = r.candidates;
+  j["activation_peak_bytes"] = r.activation_peak;
+  j["lower_bound_bytes"] = r.lower_bound;
+  j["average_live_bytes"] = r.average_live;
+  j["par"] = r.par;
+  j["inflation"] = r.inflation;
+  j["tensors"] = r.tensor_count;
+  j["ops"] = r.op_count;
+  j["planning_ms"] = r.planning_ms;
+  j["peak_op"] = r.peak_op_name;
+  for (const auto& c : r.live_at_peak) j["live_at_peak"][c.category] = c.bytes;
+  for (const auto& t : r.largest_at_peak)
+    j["largest_at_peak"].push_back({{"tensor", t.name}, {"category", t.category}, {"bytes", t.bytes}});
+  return j;
+}
+
+int run_plan(PlanOptions& o) {
+  build_shape(o);
+  const PlanReport r = plan_step(o.request);
+  if (!o.svg.empty()) {
+    std::ofstream out(o.svg);
+    out << plan_timeline_svg(r);
+    if (!out) fail("{}: cannot write the timeline", o.svg);
+  }
+  if (o.json) {
+    std::puts(to_json(r).dump(2).c_str());
+    return 0;
+  }
+  fmt::print("model            {} ({}, {} layers, hidden {}, vocab {})\n", r.model, r.family, r.layers,
+             r.hidden, r.vocab);
+  fmt::print("weights          {} ({})\n", gib(r.weight_bytes), r.weight_dtype);
+  fmt::print("step             {} sequence{}, {} tokens, {} candidate rows; {} activations, {} head, "
+             "chunks qkv={} attention={} ffn={} head={}\n",
+             r.sequences, r.sequences == 1 ? "" : "s", r.tokens, r.candidates, o.request.activations,
+             o.request.head == "stats" ? "fused" : "materialised-logits", o.request.qkv_chunks,
+             o.request.attention_chunks, o.request.ffn_chunks, o.request.head_chunks);
+  fmt::print("activation peak  {}   (planned, {})\n", gib(r.activation_peak), o.request.planner);
+  fmt::print("lower bound      {}   (most bytes live at once)\n", gib(r.lower_bound));
+  fmt::print("average live     {}\n", gib(r.average_live));
+  fmt::print("PAR              {:.3f}   (peak / average)\n", r.par);
+  fmt::print("inflation        {:.4f}   (peak / lower bound)\n", r.inflation);
+  fmt::print("total            {}   (weights + activation peak)\n", gib(r.weight_bytes + r.activation_peak));
+  fmt::print("graph            {} tensors, {} ops, planned in {:.2f} ms\n", r.tensor_count, r.op_count,
+             r.planning_ms);
+  fmt::print("live at the peak (op {}, {}):\n", r.peak_op, r.peak_op_name);
+  for (const auto& c : r.live_at_peak)
+    fmt::print("  {:<10} {:>12}  {:5.1f}%\n", c.category, gib(c.bytes), 100.0 * c.bytes / r.lower_bound);
+  fmt::print("largest tensors at the peak:\n");
+  for (const auto& t : r.largest_at_peak) fmt::print("  {:<22} {:>12}  ({})\n", t.name, gib(t.bytes), t.category);
+  if (!o.svg.empty()) fmt::print("timeline written to {}\n", o.svg);
+  return 0;
+}
+
+}  // namespace
+
+Action register_plan(CLI::App& app) {
+  auto o = std::make_shared<PlanOptions>();
+  CLI::App* command = app.add_subcommand(
+      "plan", "Plan one denoising step's activation memory from a configuration alone");
+  command->add_option("--model", o->request.model, "Preset (llada-8b, dream-7b) or model folder")->required();
+  command->add_option("--seq-len", o->seq_len, "Tokens in the sequence (prompt + generation)");
+  command->add_option("--prompt-len", o->prompt_len, "Prompt tokens (default: half the sequence)");
+  command->add_option("--masked", o->masked, "Candidate rows per sequence (default: the non-prompt positions)");
+  command->add_option("--batch", o->batch, "Lengths of a batch of sequences, e.g. 4096,1024,512");
+  command->add_option("--dtype", o->request.activations, "Activation dtype: bf16 (CUDA) or fp32 (CPU)")
+      ->default_val("bf16");
+  command->add_option("--head", o->request.head, "LM head: stats (fused, generation) or logits")
+      ->default_val("stats");
+  command->add_option("--chunks", o->chunks, "Chunk counts qkv,attention,ffn,head (default 1,1,1,1)");
+  command->add_option("--planner", o->request.planner, "greedy-by-size or first-fit")
+      ->default_val("greedy-by-size");
+  command->add_flag("--json", o->json, "Print JSON");
+  command->add_option("--svg", o->svg, "Write the memory timeline as an SVG picture");
+  return [o] { return run_plan(*o); };
+}
+
+}  // namespace mosaic::cli

@@ -1,0 +1,197 @@
+#include "exec/cpu_executor.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "backend/cpu/attention.h"
+#include "backend/cpu/elementwise.h"
+#include "backend/cpu/gemm.h"
+#include "backend/cpu/lm_head.h"
+#include "backend/cpu/norm.h"
+#include "backend/cpu/rope.h"
+#include "core/error.h"
+
+namespace mosaic {
+namespace {
+
+static_assert(cpu::kLmHeadStats == kHeadStatsCols, "graph and kernel disagree on head stats");
+
+constexpr size_t kRoleCount = static_cast<size_t>(WeightRole::lm_head) + 1;
+
+const WeightView& weight_of(const ModelWeights& w, int32_t layer, WeightRole role) {
+  if (layer < 0) {
+    switch (role) {
+      case WeightRole::embedding: return w.embedding;
+      case WeightRole::final_norm: return w.final_norm;
+      case WeightRole::lm_head: return w.lm_head;
+      default: break;
+    }
+  } else {
+    const LayerWeights& l = w.layers.at(static_cast<size_t>(layer));
+    switch (role) {
+      case WeightRole::attn_norm: return l.attn_norm;
+      case WeightRole::q: return l.q;
+      case WeightRole::k: return l.k;
+      case WeightRole::v: return l.v;
+      case WeightRole::q_bias: return l.q_bias;
+      case WeightRole::k_bias: return l.k_bias;
+      case WeightRole::v_bias: return l.v_bias;
+      case WeightRole::o: return l.o;
+      case WeightRole::ffn_norm: return l.ffn_norm;
+      case WeightRole::gate: return l.gate;
+      case WeightRole::up: return l.up;
+      case WeightRole::down: return l.down;
+      default: break;
+    }
+  }
+  MOSAIC_ASSERT(false, "no weight for role {} in layer {}", static_cast<int>(role), layer);
+  std::abort();
+}
+
+WeightRole bias_role(WeightRole weight) {
+  switch (weight) {
+    case WeightRole::q: return WeightRole::q_bias;
+    case WeightRole::k: return WeightRole::k_bias;
+    case WeightRole::v: return WeightRole::v_bias;
+    default: MOSAIC_ASSERT(false, "role {} has no bias", static_cast<int>(weight));
+  }
+  std::abort();
+}
+
+}  // namespace
+
+CpuExecutor::CpuExecutor(const Model& model) : model_(model) {
+  const ModelWeights& w = model.weights();
+  const size_t layers = w.layers.size();
+  small_.assign(layers + 1, std::vector<std::vector<float>>(kRoleCount));
+  auto convert = [](const WeightView& view) {
+    std::vector<float> out;
+    if (!view) return out;
+    int64_t count = 1;
+    for (int64_t extent : view.shape) count *= extent;
+    out.resize(static_cast<size_t>(count));
+    cpu::convert_to_f32(count, view.data, view.dtype, out.data());
+    return out;
+  };
+  for (size_t l = 0; l < layers; ++l)
+    for (WeightRole role : {WeightRole::attn_norm, WeightRole::ffn_norm, WeightRole::q_bias,
+                            WeightRole::k_bias, WeightRole::v_bias})
+      small_[l][static_cast<size_t>(role)] = convert(weight_of(w, static_cast<int32_t>(l), role));
+  small_[layers][static_cast<size_t>(WeightRole::final_norm)] = convert(w.final_norm);
+}
+
+const std::vector<float>& CpuExecutor::small_weight(int32_t layer, WeightRole role) const {
+  const size_t slot = layer < 0 ? small_.size() - 1 : static_cast<size_t>(layer);
+  return small_[slot][static_cast<size_t>(role)];
+}
+
+std::vector<float> CpuExecutor::run(const Graph& graph, const PlannedStep& planned, CpuArena& arena,
+                                    const PackedBatch& batch) const {
+  const MemoryPlan& plan = planned.plan;
+  const ModelConfig& c = model_.config();
+  const ModelWeights& w = model_.weights();
+  MOSAIC_ASSERT(plan.offsets.size() == graph.tensors.size() &&
+                    planned.graph.op_count() == graph.op_count(),
+                "plan and graph disagree in structure");
+  MOSAIC_ASSERT(graph.tokens == batch.tokens() &&
+                    graph.candidates == static_cast<int64_t>(batch.logit_rows.size()),
+                "graph and batch disagree on the shape");
+  arena.reserve(plan.peak_bytes);
+  for (size_t t = 0; t < graph.tensors.size(); ++t) {
+    const GraphTensor& tensor = graph.tensors[t];
+    MOSAIC_ASSERT(tensor.dtype == DType::f32 || tensor.dtype == DType::i32,
+                  "the CPU backend runs fp32 activations ({} is {})",
+                  graph.tensor_name(static_cast<int32_t>(t)), dtype_name(tensor.dtype));
+    const TensorUsage& slot = planned.usages[t];
+    MOSAIC_ASSERT(tensor.bytes() <= slot.bytes && tensor.first_op == slot.first_op &&
+                      tensor.last_op == slot.last_op,
+                  "{} does not fit its planned slot", graph.tensor_name(static_cast<int32_t>(t)));
+  }
+  std::byte* base = arena.base();
+  auto address = [&](const TensorRef& ref) -> std::byte* {
+    const GraphTensor& t = graph.tensors[static_cast<size_t>(ref.tensor)];
+    return base + plan.offsets[static_cast<size_t>(ref.tensor)] + ref.row * t.row_bytes();
+  };
+  auto f32 = [&](const TensorRef& ref) { return reinterpret_cast<float*>(address(ref)); };
+  auto i32 = [&](const TensorRef& ref) { return reinterpret_cast<int32_t*>(address(ref)); };
+  auto cols = [&](const TensorRef& ref) { return graph.tensors[static_cast<size_t>(ref.tensor)].cols; };
+
+  std::memcpy(i32({graph.ids, 0}), batch.ids.data(), batch.ids.size() * sizeof(int32_t));
+  std::memcpy(i32({graph.positions, 0}), batch.positions.data(), batch.positions.size() * sizeof(int32_t));
+  std::memcpy(i32({graph.logit_rows, 0}), batch.logit_rows.data(), batch.logit_rows.size() * sizeof(int32_t));
+
+  const std::vector<float> inv_freq = cpu::rope_inv_freq(c.head_dim, c.rope_theta);
+  const float eps = static_cast<float>(c.rms_eps);
+  for (const GraphOp& op : graph.ops) {
+    if (op.rows == 0) continue;
+    switch (op.kind) {
+      case OpKind::embed:
+        cpu::embedding_gather(op.rows, c.hidden, i32(op.a), w.embedding.data, w.embedding.dtype,
+                              f32(op.out), cols(op.out));
+        break;
+      case OpKind::rms_norm: {
+        const float* weight = small_weight(op.layer, op.weight).data();
+        if (op.index.valid()) {  // gathered rows: the head's candidates
+          const int32_t* rows = i32(op.index);
+          for (int64_t r = 0; r < op.rows; ++r)
+            cpu::rms_norm(1, c.hidden, f32({op.a.tensor, rows[r]}), cols(op.a), weight, eps,
+                          f32(op.out) + r * cols(op.out), cols(op.out));
+        } else {
+          cpu::rms_norm(op.rows, c.hidden, f32(op.a), cols(op.a), weight, eps, f32(op.out), cols(op.out));
+        }
+        break;
+      }
+      case OpKind::linear: {
+        const WeightView& weight = weight_of(w, op.layer, op.weight);
+        cpu::GemmArgs args;
+        args.m = op.rows, args.n = weight.shape[0], args.k = weight.shape[1];
+        args.a = f32(op.a), args.lda = cols(op.a);
+        args.b = weight.data, args.b_dtype = weight.dtype, args.ldb = weight.shape[1];
+        args.c = f32(op.out), args.ldc = cols(op.out);
+        if (op.has_bias) args.bias = small_weight(op.layer, bias_role(op.weight)).data();
+        cpu::gemm_nt(args);
+        break;
+      }
+      case OpKind::rope:
+        cpu::rope_apply(op.rows, cols(op.out) / c.head_dim, c.head_dim, f32(op.out), cols(op.out),
+                        i32(op.b), inv_freq.data());
+        break;
+      case OpKind::attention: {
+        cpu::AttentionArgs args;
+        args.q = f32(op.a), args.q_stride = cols(op.a);
+        args.k = f32(op.b), args.k_stride = cols(op.b);
+        args.v = f32(op.c), args.v_stride = cols(op.c);
+        args.out = f32(op.out), args.out_stride = cols(op.out);
+        args.q_heads = c.heads, args.kv_heads = c.kv_heads, args.head_dim = c.head_dim;
+        args.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+        args.segments = std::span(graph.segments).subspan(op.segment_begin, op.segment_count);
+        cpu::attention(args);
+        break;
+      }
+      case OpKind::swiglu:
+        cpu::swiglu(op.rows, cols(op.out), f32(op.out), cols(op.out), f32(op.b), cols(op.b));
+        break;
+      case OpKind::add:
+        cpu::add_inplace(op.rows, cols(op.out), f32(op.out), cols(op.out), f32(op.b), cols(op.b));
+        break;
+      case OpKind::lm_head: {
+        cpu::GemmArgs args;
+        args.m = op.rows, args.n = c.vocab, args.k = c.hidden;
+        args.a = f32(op.a), args.lda = cols(op.a);
+        args.b = w.lm_head.data, args.b_dtype = w.lm_head.dtype, args.ldb = c.hidden;
+        args.c = f32(op.out), args.ldc = cols(op.out);
+        cpu::gemm_nt(args);
+        break;
+      }
+      case OpKind::lm_head_stats:
+        cpu::lm_head_stats(op.rows, c.hidden, f32(op.a), cols(op.a), w.lm_head.data,
+                           w.lm_head.dtype, c.vocab, f32(op.out), cols(op.out));
+        break;
+    }
+  }
+  const GraphTensor& output = graph.tensors[static_cast<size_t>(graph.output)];
+  const float* result = f32({graph.output, 0});
+  return std::vector<float>(result, result + output.rows * output.cols);
+}
+
+}  // namespace mosaic

@@ -1,0 +1,36 @@
+// Runs an instantiated step graph on the CPU backend: every tensor lives in one arena at its
+// planned offset (pointer = arena base + offset + first row of the view), every op is a call
+// of a backend/cpu kernel on raw pointers and dimensions.
+#pragma once
+
+#include <vector>
+
+#include "exec/forward_batch.h"
+#include "graph/graph.h"
+#include "mem/cpu_arena.h"
+#include "model/model_weights.h"
+#include "plan/step_planner.h"
+
+namespace mosaic {
+
+class CpuExecutor {
+ public:
+  // Converts the small per-layer vectors (norm weights, biases) to fp32 once.
+  explicit CpuExecutor(const Model& model);
+
+  // Runs `graph` with tensors at `planned`'s offsets in `arena` (grown to the plan's peak). The
+  // plan may come from a larger bucket of the same structure: each tensor must fit its slot.
+  // The batch supplies the inputs (ids, positions, logit rows). Returns the output tensor's
+  // contents: logits [candidates, vocab] or head statistics [candidates, kHeadStatsCols].
+  std::vector<float> run(const Graph& graph, const PlannedStep& planned, CpuArena& arena,
+                         const PackedBatch& batch) const;
+
+ private:
+  const std::vector<float>& small_weight(int32_t layer, WeightRole role) const;
+
+  const Model& model_;
+  // [layer][role] for norms and biases; global ones at index layers().
+  std::vector<std::vector<std::vector<float>>> small_;
+};
+
+}  // namespace mosaic

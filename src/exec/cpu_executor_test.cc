@@ -1,0 +1,119 @@
+// The planned executor against the direct forward: bit-identical logits, for both families,
+// unchunked and chunked, single sequences and a packed batch.
+#include "exec/cpu_executor.h"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <filesystem>
+#include <random>
+
+#include "exec/direct_forward.h"
+#include "model/test_model.h"
+
+namespace mosaic {
+namespace {
+
+namespace fs = std::filesystem;
+
+class PlannedExecution : public ::testing::TestWithParam<Family> {
+ protected:
+  static void SetUpTestSuite() {
+    for (Family family : {Family::llada, Family::dream}) {
+      ModelConfig config = test_model_preset(family, "tiny");
+      config.hidden = 128, config.heads = family == Family::dream ? 4 : 2;
+      config.kv_heads = family == Family::dream ? 2 : 2, config.head_dim = config.hidden / config.heads;
+      config.ffn = 192, config.vocab = 1024 + 37;
+      const fs::path dir = fs::temp_directory_path() /
+                           ("mosaic_exec_test_" + std::to_string(::getpid()) + std::string(family_name(family)));
+      write_test_model(config, {.dtype = DType::bf16, .seed = 11, .progress = {}}, dir);
+      models()[static_cast<int>(family)] = Model::load(dir);
+      fs::remove_all(dir);  // the mapping keeps the data alive
+    }
+  }
+  static void TearDownTestSuite() { for (auto& m : models()) m.reset(); }
+  static std::array<std::unique_ptr<Model>, 3>& models() {
+    static std::array<std::unique_ptr<Model>, 3> storage;
+    return storage;
+  }
+  const Model& model() const { return *models()[static_cast<int>(GetParam())]; }
+
+  // Random canvases with a random subset of rows requested.
+  struct Sequence { std::vector<int32_t> ids, rows; };
+  std::vector<Sequence> random_batch(std::vector<int64_t> lengths, uint32_t seed) const {
+    std::mt19937 rng(seed);
+    std::vector<Sequence> batch;
+    for (int64_t length : lengths) {
+      Sequence s;
+      for (int64_t p = 0; p < length; ++p) s.ids.push_back(static_cast<int32_t>(rng() % model().config().vocab));
+      for (int64_t p = 0; p < length; ++p) if (rng() % 3 == 0 || p == length - 1) s.rows.push_back(int32_t(p));
+      batch.push_back(std::move(s));
+    }
+    return batch;
+  }
+  PackedBatch pack(const std::vector<Sequence>& batch) const {
+    std::vector<SequenceRows> views;
+    for (const Sequence& s : batch) views.push_back({s.ids, s.rows});
+    return pack_batch(model().config(), views);
+  }
+  StepShape shape_of(const std::vector<Sequence>& batch) const {
+    StepShape shape;
+    for (const Sequence& s : batch) {
+      shape.lengths.push_back(static_cast<int64_t>(s.ids.size()));
+      shape.candidates.push_back(static_cast<int64_t>(s.rows.size()));
+    }
+    return shape;
+  }
+  std::vector<float> planned(const std::vector<Sequence>& batch, const ChunkConfig& chunks,
+                             HeadMode head = HeadMode::logits) const {
+    StepPlanner planner(model().config(), {.head = head});
+    const Graph graph = planner.instantiate(shape_of(batch), chunks);
+    CpuArena arena;
+    return CpuExecutor(model()).run(graph, *planner.plan(graph), arena, pack(batch));
+  }
+};
+
+TEST_P(PlannedExecution, BitIdenticalToTheDirectForward) {
+  const auto batch = random_batch({57}, 1);
+  const std::vector<float> direct = direct_forward(model(), pack(batch));
+  EXPECT_EQ(planned(batch, {}), direct);
+  for (const ChunkConfig& chunks : {ChunkConfig{1, 1, 4, 1}, ChunkConfig{3, 1, 1, 1},
+                                    ChunkConfig{1, 5, 1, 1}, ChunkConfig{2, 7, 3, 4},
+                                    ChunkConfig{64, 64, 64, 64}})
+    EXPECT_EQ(planned(batch, chunks), direct) << chunks.to_string();
+}
+
+TEST_P(PlannedExecution, BatchOfThreeEqualsEachAlone) {
+  const auto batch = random_batch({23, 1, 40}, 2);
+  const std::vector<float> together = planned(batch, {});
+  const std::vector<float> chunked = planned(batch, {2, 3, 5, 2});
+  EXPECT_EQ(chunked, together);
+  const int64_t vocab = model().config().vocab;
+  size_t row = 0;
+  for (const auto& sequence : batch) {
+    const std::vector<float> alone = planned({sequence}, {});
+    ASSERT_EQ(alone.size(), sequence.rows.size() * vocab);
+    EXPECT_TRUE(std::equal(alone.begin(), alone.end(), together.begin() + row * vocab));
+    row += sequence.rows.size();
+  }
+}
+
+TEST_P(PlannedExecution, FusedHeadAgreesWithMaterialisedLogits) {
+  const auto batch = random_batch({31, 9}, 3);
+  const std::vector<float> logits = planned(batch, {});
+  const std::vector<float> stats = planned(batch, {1, 2, 2, 3}, HeadMode::stats);
+  const int64_t vocab = model().config().vocab, rows = static_cast<int64_t>(logits.size()) / vocab;
+  ASSERT_EQ(static_cast<int64_t>(stats.size()), rows * kHeadStatsCols);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* l = logits.data() + r * vocab;
+    const int64_t best = std::max_element(l, l + vocab) - l;  // first maximum
+    EXPECT_EQ(stats[r * kHeadStatsCols + 0], l[best]);
+    EXPECT_EQ(stats[r * kHeadStatsCols + 1], static_cast<float>(best));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, PlannedExecution, ::testing::Values(Family::llada, Family::dream),
+                         [](const auto& info) { return std::string(family_name(info.param)); });
+
+}  // namespace
+}  // namespace mosaic

@@ -1,0 +1,200 @@
+// Step graph template of the dense pre-norm decoders (LLaDA-8B, Dream-7B):
+//
+//   x = embed(ids)                                          residual [T, H]
+//   per layer:
+//     K/V pass, per qkv chunk of rows R:    n = norm(x[R]); K[R] = n Wk^T; V[R] = n Wv^T; rope(K[R])
+//     query pass, per attention chunk Q:    n = norm(x[Q]); q = n Wq^T; rope(q)
+//                                           x[Q] += attention(q, K, V) Wo^T
+//     FFN, per ffn chunk F:                 n = norm(x[F]); x[F] += (silu(n Wg^T) * n Wu^T) Wd^T
+//   head, per head chunk C of candidates:  h = norm(x[logit_rows[C]]); logits[C] = h Wlm^T
+//                                           (or per-row statistics when fused)
+//
+// Unchunked, the norm feeding Q, K and V is computed once; chunked, the query pass recomputes
+// it for its rows (cheap) so that no full-length Q or norm output is ever live. Every row's
+// arithmetic is the same in both forms, so chunking never changes a result.
+#include <algorithm>
+
+#include "graph/graph_builder.h"
+#include "graph/step_graph.h"
+
+namespace mosaic {
+namespace {
+
+using Cat = TensorCategory;
+using Role = TensorRole;
+
+struct Builder {
+  const ModelConfig& c;
+  const ChunkConfig& chunks;
+  const GraphOptions& options;
+  GraphBuilder g;
+  std::vector<int64_t> offsets;  // packed sequence starts, size batch + 1
+  int32_t ids = -1, positions = -1, logit_rows = -1, x = -1;
+  int64_t T = 0, M = 0;
+
+  DType act() const { return options.activations; }
+
+  GraphOp make(OpKind kind, int32_t layer, WeightRole weight, TensorRef out, TensorRef a,
+               int64_t rows) {
+    GraphOp op;
+    op.kind = kind, op.layer = layer, op.weight = weight, op.out = out, op.a = a, op.rows = rows;
+    return op;
+  }
+
+  void norm(int32_t layer, WeightRole weight, int32_t out, int64_t row, int64_t rows) {
+    g.op(make(OpKind::rms_norm, layer, weight, {out, 0}, {x, row}, rows));
+  }
+
+  void linear(int32_t layer, WeightRole weight, TensorRef out, int32_t in, int64_t rows,
+              bool bias = false) {
+    GraphOp op = make(OpKind::linear, layer, weight, out, {in, 0}, rows);
+    op.has_bias = bias;
+    g.op(op);
+  }
+
+  void rope(TensorRef target, int64_t row, int64_t rows) {
+    GraphOp op = make(OpKind::rope, -1, WeightRole::embedding, target, {}, rows);
+    op.b = {positions, row};
+    g.op(op);
+  }
+
+  // Segments of the query rows [row, row + rows): every sequence they touch, against all of
+  // that sequence's keys. q_begin is relative to the query tensor's first row.
+  int32_t segments_for(int64_t row, int64_t rows, int32_t* count) {
+    std::vector<AttentionSegment> segments;
+    for (size_t s = 0; s + 1 < offsets.size(); ++s) {
+      const int64_t begin = std::max(row, offsets[s]), end = std::min(row + rows, offsets[s + 1]);
+      if (begin >= end) continue;
+      segments.push_back({begin - row, end - begin, offsets[s], offsets[s + 1] - offsets[s]});
+    }
+    *count = static_cast<int32_t>(segments.size());
+    return g.add_segments(segments);
+  }
+
+  void attention(int32_t layer, int32_t out, int32_t q, int32_t k, int32_t v, int64_t row,
+                 int64_t rows) {
+    GraphOp op = make(OpKind::attention, layer, WeightRole::embedding, {out, 0}, {q, 0}, rows);
+    op.b = {k, 0}, op.c = {v, 0};
+    op.segment_begin = segments_for(row, rows, &op.segment_count);
+    g.op(op);
+  }
+
+  void add_residual(int32_t y, int64_t row, int64_t rows) {
+    GraphOp op = make(OpKind::add, -1, WeightRole::embedding, {x, row}, {}, rows);
+    op.b = {y, 0};
+    g.op(op);
+  }
+
+  void attention_block(int32_t l) {
+    const int32_t k = g.tensor(Role::k, Cat::kv, act(), T, c.kv_dim(), l);
+    const int32_t v = g.tensor(Role::v, Cat::kv, act(), T, c.kv_dim(), l);
+    if (chunks.qkv == 1 && chunks.attention == 1) {
+      const int32_t n = g.tensor(Role::attn_norm, Cat::norm, act(), T, c.hidden, l);
+      norm(l, WeightRole::attn_norm, n, 0, T);
+      const int32_t q = g.tensor(Role::q, Cat::query, act(), T, c.q_dim(), l);
+      linear(l, WeightRole::q, {q, 0}, n, T, c.qkv_bias);
+      linear(l, WeightRole::k, {k, 0}, n, T, c.qkv_bias);
+      linear(l, WeightRole::v, {v, 0}, n, T, c.qkv_bias);
+      rope({q, 0}, 0, T);
+      rope({k, 0}, 0, T);
+      query_tail(l, q, k, v, 0, T, -1);
+      return;
+    }
+    const int64_t kv_rows = row_chunk(T, chunks.qkv, 0).rows;
+    for (int64_t j = 0; j < chunks.qkv; ++j) {
+      const RowChunk r = row_chunk(T, chunks.qkv, j);
+      const int32_t n = g.tensor(Role::attn_norm, Cat::norm, act(), kv_rows, c.hidden, l, int32_t(j));
+      norm(l, WeightRole::attn_norm, n, r.begin, r.rows);
+      linear(l, WeightRole::k, {k, r.begin}, n, r.rows, c.qkv_bias);
+      linear(l, WeightRole::v, {v, r.begin}, n, r.rows, c.qkv_bias);
+      rope({k, r.begin}, r.begin, r.rows);
+    }
+    const int64_t q_rows = row_chunk(T, chunks.attention, 0).rows;
+    for (int64_t i = 0; i < chunks.attention; ++i) {
+      const RowChunk r = row_chunk(T, chunks.attention, i);
+      const int32_t chunk = static_cast<int32_t>(i);
+      const int32_t n = g.tensor(Role::attn_norm, Cat::norm, act(), q_rows, c.hidden, l, chunk);
+      norm(l, WeightRole::attn_norm, n, r.begin, r.rows);
+      const int32_t q = g.tensor(Role::q, Cat::query, act(), q_rows, c.q_dim(), l, chunk);
+      linear(l, WeightRole::q, {q, 0}, n, r.rows, c.qkv_bias);
+      rope({q, 0}, r.begin, r.rows);
+      query_tail(l, q, k, v, r.begin, r.rows, chunk);
+    }
+  }
+
+  // attention over the query rows [row, row + rows) held in q, projection, residual add.
+  void query_tail(int32_t l, int32_t q, int32_t k, int32_t v, int64_t row, int64_t rows,
+                  int32_t chunk) {
+    const int64_t cap = g.graph().tensors[q].rows;
+    const int32_t a = g.tensor(Role::attn_out, Cat::attention, act(), cap, c.q_dim(), l, chunk);
+    attention(l, a, q, k, v, row, rows);
+    const int32_t o = g.tensor(Role::attn_proj, Cat::attention, act(), cap, c.hidden, l, chunk);
+    linear(l, WeightRole::o, {o, 0}, a, rows);
+    add_residual(o, row, rows);
+  }
+
+  void ffn_block(int32_t l) {
+    const int64_t cap = row_chunk(T, chunks.ffn, 0).rows;
+    for (int64_t f = 0; f < chunks.ffn; ++f) {
+      const RowChunk r = row_chunk(T, chunks.ffn, f);
+      const int32_t chunk = chunks.ffn == 1 ? -1 : static_cast<int32_t>(f);
+      const int32_t n = g.tensor(Role::ffn_norm, Cat::norm, act(), cap, c.hidden, l, chunk);
+      norm(l, WeightRole::ffn_norm, n, r.begin, r.rows);
+      const int32_t gate = g.tensor(Role::gate, Cat::ffn, act(), cap, c.ffn, l, chunk);
+      linear(l, WeightRole::gate, {gate, 0}, n, r.rows);
+      const int32_t up = g.tensor(Role::up, Cat::ffn, act(), cap, c.ffn, l, chunk);
+      linear(l, WeightRole::up, {up, 0}, n, r.rows);
+      GraphOp swiglu = make(OpKind::swiglu, l, WeightRole::embedding, {gate, 0}, {}, r.rows);
+      swiglu.b = {up, 0};
+      g.op(swiglu);
+      const int32_t down = g.tensor(Role::ffn_out, Cat::ffn, act(), cap, c.hidden, l, chunk);
+      linear(l, WeightRole::down, {down, 0}, gate, r.rows);
+      add_residual(down, r.begin, r.rows);
+    }
+  }
+
+  int32_t head() {
+    const bool fused = options.head == HeadMode::stats;
+    const int32_t out = fused ? g.tensor(Role::head_stats, Cat::head, DType::f32, M, kHeadStatsCols)
+                              : g.tensor(Role::logits, Cat::head, DType::f32, M, c.vocab);
+    const int64_t cap = row_chunk(M, chunks.head, 0).rows;
+    for (int64_t h = 0; h < chunks.head; ++h) {
+      const RowChunk r = row_chunk(M, chunks.head, h);
+      const int32_t chunk = chunks.head == 1 ? -1 : static_cast<int32_t>(h);
+      const int32_t n = g.tensor(Role::head_norm, Cat::head, act(), cap, c.hidden, -1, chunk);
+      GraphOp gather = make(OpKind::rms_norm, -1, WeightRole::final_norm, {n, 0}, {x, 0}, r.rows);
+      gather.index = {logit_rows, r.begin};
+      g.op(gather);
+      g.op(make(fused ? OpKind::lm_head_stats : OpKind::lm_head, -1, WeightRole::lm_head,
+                {out, r.begin}, {n, 0}, r.rows));
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+Graph build_dense_decoder_graph(const ModelConfig& config, const StepShape& shape,
+                                const ChunkConfig& chunks, const GraphOptions& options) {
+  Builder b{config, chunks, options, {}, {0}};
+  for (const int64_t length : shape.lengths) b.offsets.push_back(b.offsets.back() + length);
+  b.T = shape.tokens();
+  b.M = shape.total_candidates();
+  b.ids = b.g.tensor(Role::ids, Cat::input, DType::i32, b.T, 1);
+  b.positions = b.g.tensor(Role::positions, Cat::input, DType::i32, b.T, 1);
+  b.logit_rows = b.g.tensor(Role::logit_rows, Cat::input, DType::i32, b.M, 1);
+  b.x = b.g.tensor(Role::residual, Cat::residual, options.activations, b.T, config.hidden);
+  b.g.op(b.make(OpKind::embed, -1, WeightRole::embedding, {b.x, 0}, {b.ids, 0}, b.T));
+  for (int32_t l = 0; l < static_cast<int32_t>(config.layers); ++l) {
+    b.attention_block(l);
+    b.ffn_block(l);
+  }
+  const int32_t output = b.head();
+  Graph graph = std::move(b.g).finish(output);
+  graph.ids = b.ids, graph.positions = b.positions, graph.logit_rows = b.logit_rows;
+  graph.tokens = b.T, graph.candidates = b.M;
+  graph.chunks = chunks;
+  return graph;
+}
+
+}  // namespace mosaic

@@ -1,0 +1,80 @@
+#include "graph/graph.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace mosaic {
+
+RowChunk row_chunk(int64_t total, int64_t chunks, int64_t index) {
+  const int64_t size = (total + chunks - 1) / chunks;
+  const int64_t begin = std::min(total, index * size);
+  return {begin, std::min(size, total - begin)};
+}
+
+std::string_view category_name(TensorCategory category) {
+  switch (category) {
+    case TensorCategory::input: return "input";
+    case TensorCategory::residual: return "residual";
+    case TensorCategory::norm: return "norm";
+    case TensorCategory::query: return "query";
+    case TensorCategory::kv: return "kv";
+    case TensorCategory::attention: return "attention";
+    case TensorCategory::ffn: return "ffn";
+    case TensorCategory::head: return "head";
+    case TensorCategory::count: break;
+  }
+  return "?";
+}
+
+std::string_view op_kind_name(OpKind kind) {
+  switch (kind) {
+    case OpKind::embed: return "embed";
+    case OpKind::rms_norm: return "rms_norm";
+    case OpKind::linear: return "linear";
+    case OpKind::rope: return "rope";
+    case OpKind::attention: return "attention";
+    case OpKind::swiglu: return "swiglu";
+    case OpKind::add: return "add";
+    case OpKind::lm_head: return "lm_head";
+    case OpKind::lm_head_stats: return "lm_head_stats";
+  }
+  return "?";
+}
+
+namespace {
+
+std::string_view role_name(TensorRole role) {
+  switch (role) {
+    case TensorRole::ids: return "ids";
+    case TensorRole::positions: return "positions";
+    case TensorRole::logit_rows: return "logit_rows";
+    case TensorRole::residual: return "x";
+    case TensorRole::attn_norm: return "attn_norm";
+    case TensorRole::q: return "q";
+    case TensorRole::k: return "k";
+    case TensorRole::v: return "v";
+    case TensorRole::attn_out: return "attn_out";
+    case TensorRole::attn_proj: return "attn_proj";
+    case TensorRole::ffn_norm: return "ffn_norm";
+    case TensorRole::gate: return "gate";
+    case TensorRole::up: return "up";
+    case TensorRole::ffn_out: return "ffn_out";
+    case TensorRole::head_norm: return "head_norm";
+    case TensorRole::logits: return "logits";
+    case TensorRole::head_stats: return "head_stats";
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::string Graph::tensor_name(int32_t tensor) const {
+  const GraphTensor& t = tensors.at(static_cast<size_t>(tensor));
+  std::string name = t.layer >= 0 ? fmt::format("layer{}.{}", t.layer, role_name(t.role))
+                                  : std::string(role_name(t.role));
+  if (t.chunk >= 0) name += fmt::format("[{}]", t.chunk);
+  return name;
+}
+
+}  // namespace mosaic

@@ -1,0 +1,108 @@
+// An instantiated step graph: every tensor of one denoising step with its size and lifetime,
+// and the ops that produce and consume them, in execution order. The executor runs exactly
+// these ops over exactly these tensors (there is no other description of the model's step),
+// and the planner places exactly these tensors.
+//
+// Tensors are row-major 2-D [rows, cols]. An op addresses a tensor through a TensorRef: the
+// tensor plus a first row, so a chunked op reads or writes a block of rows of a full-length
+// tensor (e.g. rows [a, b) of K) without a separate tensor. In-place ops (RoPE, residual add,
+// SwiGLU) write the tensor they read; the graph records them as aliases of their input.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/attention_segment.h"
+#include "core/dtype.h"
+#include "graph/step_shape.h"
+#include "model/weight_names.h"
+
+namespace mosaic {
+
+enum class TensorCategory : uint8_t {
+  input,      // token ids, positions, logit rows
+  residual,   // the residual stream x
+  norm,       // RMSNorm outputs feeding projections
+  query,      // Q
+  kv,         // K and V (full length: every query attends to every key)
+  attention,  // attention output and its projection
+  ffn,        // gate, up, down projection output
+  head,       // LM head input and results
+  count,
+};
+
+enum class TensorRole : uint8_t {
+  ids, positions, logit_rows, residual,
+  attn_norm, q, k, v, attn_out, attn_proj,
+  ffn_norm, gate, up, ffn_out,
+  head_norm, logits, head_stats,
+};
+
+struct GraphTensor {
+  TensorRole role;
+  TensorCategory category;
+  DType dtype;
+  int32_t layer = -1;  // decoder layer, -1 outside the stack
+  int32_t chunk = -1;  // chunk index for per-chunk tensors, -1 for whole tensors
+  int64_t rows = 0, cols = 0;
+  int32_t first_op = -1, last_op = -1;  // lifetime, inclusive
+
+  uint64_t bytes() const { return static_cast<uint64_t>(rows * cols) * dtype_size(dtype); }
+  uint64_t row_bytes() const { return static_cast<uint64_t>(cols) * dtype_size(dtype); }
+};
+
+enum class OpKind : uint8_t {
+  embed,      // out[r] = embedding[ids[r]]
+  rms_norm,   // out[r] = rms_norm(in[r]) * w; with `index`, in row r is in[index[r]]
+  linear,     // out = in W^T (+ bias)
+  rope,       // in place on out (q or k rows), positions from `b`
+  attention,  // out = softmax(q k^T / sqrt(d)) v over the op's segments; q = a, k = b, v = c
+  swiglu,     // in place: out = silu(out) * b
+  add,        // in place: out += b
+  lm_head,    // out (logits, fp32) = a W_lm^T for the candidate rows
+  lm_head_stats,  // fused: per candidate row, statistics of a W_lm^T without materialising it
+};
+
+struct TensorRef {
+  int32_t tensor = -1;
+  int64_t row = 0;  // first row of the view
+  bool valid() const { return tensor >= 0; }
+};
+
+struct GraphOp {
+  OpKind kind;
+  int32_t layer = -1;            // weights of this decoder layer (-1: global weights)
+  WeightRole weight = WeightRole::embedding;
+  bool has_bias = false;         // linear: the weight's bias (q/k/v) is added
+  TensorRef out, a, b, c;        // see OpKind for the meaning of each
+  TensorRef index;               // rms_norm over gathered rows
+  int64_t rows = 0;              // rows processed
+  int32_t segment_begin = 0, segment_count = 0;  // attention: Graph::segments
+};
+
+// Row blocks the executor and planner agree on: chunk c of n over `total` rows starts at
+// c * ceil(total / n) and holds at most that many rows (the last one fewer, possibly none).
+struct RowChunk {
+  int64_t begin = 0, rows = 0;
+};
+RowChunk row_chunk(int64_t total, int64_t chunks, int64_t index);
+
+struct Graph {
+  std::vector<GraphTensor> tensors;
+  std::vector<GraphOp> ops;
+  std::vector<AttentionSegment> segments;
+  int32_t ids = -1, positions = -1, logit_rows = -1;  // inputs, written before op 0
+  int32_t output = -1;                                 // logits or head statistics
+  int64_t tokens = 0, candidates = 0;
+  ChunkConfig chunks;
+
+  int32_t op_count() const { return static_cast<int32_t>(ops.size()); }
+  // A readable name such as "layer3.gate[2]" for reports and the memory timeline.
+  std::string tensor_name(int32_t tensor) const;
+};
+
+std::string_view category_name(TensorCategory category);
+std::string_view op_kind_name(OpKind kind);
+
+}  // namespace mosaic

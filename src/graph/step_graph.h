@@ -1,0 +1,26 @@
+// The graph registrar: one template per model family, instantiated for a step's shape.
+//
+//   Graph g = instantiate_step_graph(config, {.lengths = {4096}, .candidates = {2048}},
+//                                    ChunkConfig{}, {.activations = DType::bf16});
+//
+// LLaDA and Dream share the dense pre-norm decoder template (their differences — q/k/v biases,
+// GQA ratio, Dream's logit shift — are parameters or live in batch packing); LLaDA-MoE gets its
+// own template with its issue.
+#pragma once
+
+#include "graph/graph.h"
+#include "graph/step_shape.h"
+#include "model/config.h"
+
+namespace mosaic {
+
+// Throws mosaic::Error for an impossible shape (empty batch, a sequence of length <= 0, more
+// candidates than tokens, chunk counts < 1).
+Graph instantiate_step_graph(const ModelConfig& config, const StepShape& shape,
+                             const ChunkConfig& chunks, const GraphOptions& options);
+
+// The template for LLaDA and Dream.
+Graph build_dense_decoder_graph(const ModelConfig& config, const StepShape& shape,
+                                const ChunkConfig& chunks, const GraphOptions& options);
+
+}  // namespace mosaic

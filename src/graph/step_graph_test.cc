@@ -1,0 +1,131 @@
+#include "graph/step_graph.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "core/error.h"
+#include "model/test_model.h"
+
+namespace mosaic {
+namespace {
+
+using ::testing::HasSubstr;
+
+ModelConfig tiny_dream() { return test_model_preset(Family::dream, "tiny"); }
+
+TEST(StepGraph, UnchunkedShapesAndLifetimes) {
+  const ModelConfig c = test_model_preset(Family::llada, "tiny");
+  const Graph g = instantiate_step_graph(c, StepShape{{10, 4}, {6, 2}}, {}, {});
+  EXPECT_EQ(g.tokens, 14);
+  EXPECT_EQ(g.candidates, 8);
+  // Per layer: norm, q, k, v, rope x2, attention, o, add, norm, gate, up, swiglu, down, add.
+  EXPECT_EQ(g.op_count(), 1 + c.layers * 15 + 2);
+  const GraphTensor& logits = g.tensors[g.output];
+  EXPECT_EQ(logits.rows, 8);
+  EXPECT_EQ(logits.cols, c.vocab);
+  EXPECT_EQ(logits.dtype, DType::f32);
+  EXPECT_EQ(logits.last_op, g.op_count() - 1);
+  for (int32_t t = 0; t < static_cast<int32_t>(g.tensors.size()); ++t) {
+    const GraphTensor& tensor = g.tensors[t];
+    EXPECT_LE(tensor.first_op, tensor.last_op) << g.tensor_name(t);
+    if (tensor.role == TensorRole::k) {
+      EXPECT_EQ(tensor.rows, 14);
+      EXPECT_EQ(tensor.cols, c.kv_dim());
+    }
+  }
+  // The residual stream lives from the embedding to the head.
+  EXPECT_EQ(g.tensors[g.ops[0].out.tensor].first_op, 0);
+  EXPECT_EQ(g.tensor_name(g.ops[0].out.tensor), "x");
+  EXPECT_EQ(g.tensors[g.ids].last_op, 0);
+}
+
+TEST(StepGraph, ChunkedTensorsStayWithinTheirChunk) {
+  const ModelConfig c = tiny_dream();
+  const ChunkConfig chunks{.qkv = 3, .attention = 4, .ffn = 5, .head = 2};
+  const Graph g = instantiate_step_graph(c, StepShape{{37, 8, 1}, {20, 8, 1}}, chunks, {.head = HeadMode::stats});
+  const int64_t T = 46, M = 29;
+  for (int32_t t = 0; t < static_cast<int32_t>(g.tensors.size()); ++t) {
+    const GraphTensor& tensor = g.tensors[t];
+    switch (tensor.role) {
+      case TensorRole::gate: case TensorRole::up: case TensorRole::ffn_out:
+        EXPECT_EQ(tensor.rows, (T + 4) / 5) << g.tensor_name(t);
+        break;
+      case TensorRole::q: case TensorRole::attn_out: case TensorRole::attn_proj:
+        EXPECT_EQ(tensor.rows, (T + 3) / 4) << g.tensor_name(t);
+        break;
+      case TensorRole::head_norm: EXPECT_EQ(tensor.rows, (M + 1) / 2); break;
+      case TensorRole::head_stats: EXPECT_EQ(tensor.cols, kHeadStatsCols); break;
+      case TensorRole::k: case TensorRole::v: EXPECT_EQ(tensor.rows, T); break;
+      default: break;
+    }
+  }
+  // Every row is written exactly once by each layer's FFN residual adds, and attention segments
+  // stay inside one sequence and cover every query row once.
+  std::map<int32_t, std::vector<int>> ffn_rows, query_rows;
+  const std::vector<int64_t> offsets = {0, 37, 45, 46};
+  for (const GraphOp& op : g.ops) {
+    if (op.kind == OpKind::add && g.tensors[op.b.tensor].role == TensorRole::ffn_out) {
+      auto& covered = ffn_rows[g.tensors[op.b.tensor].layer];
+      covered.resize(T);
+      for (int64_t r = 0; r < op.rows; ++r) ++covered[op.out.row + r];
+    }
+    if (op.kind == OpKind::attention) {
+      auto& covered = query_rows[op.layer];
+      covered.resize(T);
+      const int64_t chunk_begin = row_chunk(T, 4, g.tensors[op.out.tensor].chunk).begin;
+      for (int32_t s = 0; s < op.segment_count; ++s) {
+        const AttentionSegment& seg = g.segments[op.segment_begin + s];
+        const int64_t first = chunk_begin + seg.q_begin;
+        const auto seq = std::upper_bound(offsets.begin(), offsets.end(), first) - offsets.begin() - 1;
+        EXPECT_EQ(seg.kv_begin, offsets[seq]);
+        EXPECT_EQ(seg.kv_count, offsets[seq + 1] - offsets[seq]);
+        EXPECT_LE(first + seg.q_count, offsets[seq + 1]);
+        for (int64_t r = 0; r < seg.q_count; ++r) ++covered[first + r];
+      }
+    }
+  }
+  ASSERT_EQ(ffn_rows.size(), static_cast<size_t>(c.layers));
+  for (const auto& [layer, covered] : ffn_rows)
+    for (int count : covered) EXPECT_EQ(count, 1) << "layer " << layer;
+  for (const auto& [layer, covered] : query_rows)
+    for (int count : covered) EXPECT_EQ(count, 1) << "layer " << layer;
+}
+
+TEST(StepGraph, MoreChunksThanRowsLeavesEmptyChunks) {
+  const Graph g = instantiate_step_graph(tiny_dream(), StepShape{{3}, {1}}, {.ffn = 8}, {});
+  int nonempty = 0, empty = 0;
+  for (const GraphOp& op : g.ops)
+    if (op.kind == OpKind::swiglu) (op.rows > 0 ? nonempty : empty)++;
+  EXPECT_EQ(nonempty, 3 * 2);  // one row per chunk, 2 layers
+  EXPECT_EQ(empty, 5 * 2);
+}
+
+TEST(StepGraph, Bf16ActivationsHalveTheBytes) {
+  const ModelConfig c = test_model_preset(Family::llada, "tiny");
+  const Graph f32 = instantiate_step_graph(c, StepShape{{64}, {32}}, {}, {});
+  const Graph bf16 = instantiate_step_graph(c, StepShape{{64}, {32}}, {}, {.activations = DType::bf16});
+  const auto x = [](const Graph& g) { return g.tensors[g.ops[0].out.tensor].bytes(); };
+  EXPECT_EQ(x(f32), 64u * 256 * 4);
+  EXPECT_EQ(x(bf16), 64u * 256 * 2);
+}
+
+TEST(StepGraph, RejectsImpossibleShapes) {
+  const ModelConfig c = tiny_dream();
+  auto error_of = [&](StepShape shape, ChunkConfig chunks = {}) -> std::string {
+    try {
+      instantiate_step_graph(c, shape, chunks, {});
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_THAT(error_of({{}, {}}), HasSubstr("no sequences"));
+  EXPECT_THAT(error_of({{0}, {0}}), HasSubstr("sequence 0 has length 0"));
+  EXPECT_THAT(error_of({{4, 5}, {1, 6}}), HasSubstr("sequence 1: 6 candidate rows for 5 tokens"));
+  EXPECT_THAT(error_of({{4}, {1}}, {.ffn = 0}), HasSubstr("chunk counts must be at least 1"));
+}
+
+}  // namespace
+}  // namespace mosaic

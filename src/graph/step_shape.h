@@ -1,0 +1,48 @@
+// What a step graph is instantiated for: the batch's shape, how ops are chunked, and which
+// dtypes and LM head the backend uses.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+
+namespace mosaic {
+
+// A batch of packed sequences: lengths[i] tokens in sequence i, candidates[i] of them are rows
+// whose prediction is wanted (e.g. the masked positions of the active block).
+struct StepShape {
+  std::vector<int64_t> lengths;
+  std::vector<int64_t> candidates;
+
+  int64_t tokens() const;
+  int64_t total_candidates() const;
+};
+
+// Chunk counts per chunkable op group; 1 = unchunked (the default: chunking costs latency).
+struct ChunkConfig {
+  int64_t qkv = 1;        // rows of the K/V projections (only K and V are full length)
+  int64_t attention = 1;  // query blocks: Q projection, attention, output projection
+  int64_t ffn = 1;        // rows of the MLP
+  int64_t head = 1;       // candidate rows of the LM head
+
+  bool operator==(const ChunkConfig&) const = default;
+  std::string to_string() const;  // "qkv=1 attention=4 ffn=8 head=1"
+};
+
+enum class HeadMode : uint8_t {
+  logits,  // materialise fp32 logits [candidates, vocab] (mosaic forward)
+  stats,   // fused: per-row statistics over vocabulary tiles, logits never stored (generation)
+};
+
+struct GraphOptions {
+  DType activations = DType::f32;  // f32 on the CPU reference, bf16 on CUDA
+  HeadMode head = HeadMode::logits;
+};
+
+// Per candidate row, the fused head writes this many fp32 values: max logit, argmax (as
+// float-exact integer), log-sum-exp, sum p*logit (entropy), second max, its argmax.
+inline constexpr int64_t kHeadStatsCols = 6;
+
+}  // namespace mosaic

@@ -1,0 +1,24 @@
+// The memory figures every benchmark reports for a planned step (ARCHITECTURE.md, "Measuring"):
+// planned peak, lower bound (max live bytes over ops), average live bytes over ops,
+// PAR = peak / average, inflation = peak / lower bound.
+#pragma once
+
+#include <span>
+
+#include "plan/tensor_usage.h"
+
+namespace mosaic {
+
+struct StepMemory {
+  uint64_t planned_peak = 0;
+  uint64_t lower_bound = 0;
+  uint64_t average_live = 0;
+  int32_t peak_op = 0;  // the op where live bytes reach the lower bound
+
+  double par() const { return average_live ? double(planned_peak) / double(average_live) : 0.0; }
+  double inflation() const { return lower_bound ? double(planned_peak) / double(lower_bound) : 0.0; }
+};
+
+StepMemory step_memory(std::span<const TensorUsage> usages, const MemoryPlan& plan, int32_t op_count);
+
+}  // namespace mosaic

@@ -1,0 +1,73 @@
+#include "plan/step_planner.h"
+
+#include <bit>
+
+#include "core/error.h"
+#include "plan/first_fit.h"
+#include "plan/greedy_by_size.h"
+#include "plan/verify.h"
+
+namespace mosaic {
+
+int64_t bucket_rows(int64_t rows) {
+  if (rows <= 0) return rows;
+  if (rows <= 256) return (rows + 15) / 16 * 16;
+  const int64_t granule = int64_t{1} << (std::bit_width(static_cast<uint64_t>(rows)) - 1 - 4);
+  return (rows + granule - 1) / granule * granule;
+}
+
+std::vector<TensorUsage> usages_of(const Graph& graph) {
+  std::vector<TensorUsage> usages;
+  usages.reserve(graph.tensors.size());
+  for (const GraphTensor& t : graph.tensors) usages.push_back({t.bytes(), t.first_op, t.last_op});
+  return usages;
+}
+
+PlannedStep plan_graph(Graph graph, PlannerKind kind) {
+  PlannedStep step;
+  step.usages = usages_of(graph);
+  step.plan = kind == PlannerKind::greedy_by_size ? plan_greedy_by_size(step.usages)
+                                                  : plan_first_fit(step.usages);
+  const auto problem = verify_plan(step.usages, step.plan);
+  MOSAIC_ASSERT(!problem, "planner produced an invalid plan: {}", *problem);
+  step.memory = step_memory(step.usages, step.plan, graph.op_count());
+  step.graph = std::move(graph);
+  return step;
+}
+
+StepPlanner::StepPlanner(const ModelConfig& config, GraphOptions options, PlannerKind kind)
+    : config_(config), options_(options), kind_(kind) {}
+
+std::shared_ptr<const PlannedStep> StepPlanner::plan(const Graph& graph) {
+  const ChunkConfig& chunks = graph.chunks;
+  const int64_t tokens = bucket_rows(graph.tokens);
+  const int64_t candidates = std::min(bucket_rows(graph.candidates), tokens);
+  const Key key{tokens, candidates, chunks.qkv, chunks.attention, chunks.ffn, chunks.head};
+  {
+    std::lock_guard lock(mutex_);
+    if (const auto found = cache_.find(key); found != cache_.end()) {
+      ++hits_;
+      return found->second;
+    }
+  }
+  const StepShape bucket{{tokens}, {candidates}};
+  auto planned = std::make_shared<const PlannedStep>(
+      plan_graph(instantiate_step_graph(config_, bucket, chunks, options_), kind_));
+  MOSAIC_ASSERT(planned->graph.tensors.size() == graph.tensors.size() &&
+                    planned->graph.op_count() == graph.op_count(),
+                "bucket graph differs in structure from the step's graph");
+  std::lock_guard lock(mutex_);
+  ++misses_;
+  return cache_.emplace(key, std::move(planned)).first->second;
+}
+
+Graph StepPlanner::instantiate(const StepShape& shape, const ChunkConfig& chunks) const {
+  return instantiate_step_graph(config_, shape, chunks, options_);
+}
+
+size_t StepPlanner::cache_size() const {
+  std::lock_guard lock(mutex_);
+  return cache_.size();
+}
+
+}  // namespace mosaic
