@@ -37,7 +37,9 @@ endif()
 
 # ---- warnings, sanitizers ----------------------------------------------------------
 add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-Wall> $<$<COMPILE_LANGUAGE:CXX>:-Wextra>
-                    $<$<COMPILE_LANGUAGE:CXX>:-Wno-unused-parameter>)
+                    $<$<COMPILE_LANGUAGE:CXX>:-Wno-unused-parameter>
+                    # designated initialisers name only the fields that differ from the defaults
+                    $<$<COMPILE_LANGUAGE:CXX>:-Wno-missing-field-initializers>)
 if(MOSAIC_SANITIZE)
   add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-fsanitize=${MOSAIC_SANITIZE}>
                       $<$<COMPILE_LANGUAGE:CXX>:-fno-omit-frame-pointer>

@@ -8,4 +8,5 @@ if [ -x tests/tokenizer/fetch_tokenizers.sh ]; then
   export MOSAIC_TOKENIZER_DIR="${MOSAIC_TOKENIZER_DIR:-$PWD/.cache/tokenizers}"
   tests/tokenizer/fetch_tokenizers.sh "$MOSAIC_TOKENIZER_DIR"
 fi
+export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"  # parallel test processes share the cores
 ctest --test-dir build --output-on-failure --parallel "$(nproc)" "$@"
