@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,10 +19,21 @@ struct PlanRequest {
   std::string model;                 // "llada-8b", "dream-7b", or a model folder (config.json)
   std::vector<int64_t> lengths;      // tokens per sequence of the batch
   std::vector<int64_t> candidates;   // rows whose prediction is wanted, per sequence
-  std::string activations = "bf16";  // "bf16" (CUDA backend) or "fp32" (CPU reference)
+  // "cuda": bf16 activations, 2 MiB pages, a 64 MiB workspace reserve (cuBLASLt and small
+  // buffers); "cpu": fp32 activations, 64 KiB granules, no workspace.
+  std::string device = "cuda";
+  std::string activations;           // "" = the device's; or "bf16" / "fp32"
   std::string head = "stats";        // "stats": fused LM head (generation); "logits": materialised
   int64_t qkv_chunks = 1, attention_chunks = 1, ffn_chunks = 1, head_chunks = 1;
-  std::string planner = "greedy-by-size";  // or "first-fit"
+  // Total bytes the engine may allocate (weights + workspace + arena). When set, the chunk counts
+  // above are ignored and lazy chunking chooses the fewest chunks that fit.
+  std::optional<uint64_t> budget;
+  // Sampling temperature of the step. Mosaic draws Gumbel noise inside the fused head, so it
+  // changes no tensor; it is recorded so reports say what was planned.
+  double temperature = 0;
+  // "best" (the lower of greedy-by-area and greedy-by-size), "greedy-by-area", "greedy-by-size",
+  // "first-fit"
+  std::string planner = "best";
 };
 
 struct PlanCategoryBytes {
@@ -54,10 +66,35 @@ struct PlanReport {
   std::vector<std::string> categories;           // category order of the timeline
   std::vector<std::vector<uint64_t>> timeline;   // [op][category] live bytes
   std::vector<std::string> op_names;             // one per op, e.g. "layer3.linear(gate)"
+
+  // Chunking and budget.
+  int64_t qkv_chunks = 1, attention_chunks = 1, ffn_chunks = 1, head_chunks = 1;
+  uint64_t workspace_bytes = 0;    // reserved beside weights and arena
+  uint64_t granule = 1;            // the arena maps whole granules
+  uint64_t mapped_bytes = 0;       // activation peak rounded up to granules
+  std::optional<uint64_t> budget;
+  uint64_t floor_bytes = 0;        // with a budget: least activation bytes any chunking reaches
+  int64_t chunk_probes = 0;
+  double chunk_search_ms = 0;
+  std::vector<std::string> chunk_steps;  // "ffn -> 2 (peak 16.0 GiB)"
+  uint64_t total_bytes() const { return weight_bytes + workspace_bytes + mapped_bytes; }
 };
 
-// Throws mosaic::Error for an unknown preset, an unreadable config, or an impossible shape.
+// Throws mosaic::Error for an unknown preset, an unreadable config, an impossible shape, or a
+// budget that no chunking meets (the message gives the bytes needed at least, L and the budget).
 PlanReport plan_step(const PlanRequest& request);
+
+// L_max under request.budget: the largest total length L, a multiple of 1024, for which one
+// step fits with prompt L/2 and the other L/2 positions masked candidates (lengths and
+// candidates of the request are ignored). The report is the plan at L_max; L_max = 0 when not
+// even 1024 tokens fit.
+struct LmaxReport {
+  int64_t l_max = 0;
+  PlanReport at_l_max;
+  int64_t steps_tried = 0;
+  double search_ms = 0;
+};
+LmaxReport find_lmax(const PlanRequest& request);
 
 // An SVG picture of the report's timeline: live bytes per op stacked by category, the planned
 // peak and the lower bound marked.

@@ -4,7 +4,9 @@
 #include <chrono>
 #include <filesystem>
 
+#include "chunk/chunk_search.h"
 #include "core/error.h"
+#include "core/format_bytes.h"
 #include "graph/step_graph.h"
 #include "model/test_model.h"
 #include "model/weight_names.h"
@@ -12,6 +14,14 @@
 
 namespace mosaic {
 namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+std::string gib(uint64_t bytes) { return format_bytes(bytes); }
 
 ModelConfig config_for(const std::string& model) {
   if (model == "llada-8b") return test_model_preset(Family::llada, "llada-8b");
@@ -22,10 +32,53 @@ ModelConfig config_for(const std::string& model) {
   return load_model_config(model);
 }
 
-DType weight_dtype_of(const ModelConfig& config) {
-  if (config.torch_dtype == "float32") return DType::f32;
-  if (config.torch_dtype == "float16") return DType::f16;
-  return DType::bf16;
+// Everything a request implies before any shape is planned.
+struct Setup {
+  ModelConfig config;
+  GraphOptions options;
+  PlannerKind planner = PlannerKind::best;
+  uint64_t workspace = 0, granule = 1;
+  DType weight_dtype = DType::bf16;
+  uint64_t weight_bytes = 0;
+};
+
+Setup setup_for(const PlanRequest& request) {
+  Setup s;
+  s.config = config_for(request.model);
+  if (s.config.family == Family::llada_moe) fail("LLaDA-MoE planning is not supported yet");
+  std::string activations = request.activations;
+  if (request.device == "cuda") {
+    s.workspace = uint64_t{64} << 20;
+    s.granule = uint64_t{2} << 20;
+    if (activations.empty()) activations = "bf16";
+  } else if (request.device == "cpu") {
+    s.granule = uint64_t{64} << 10;
+    if (activations.empty()) activations = "fp32";
+  } else {
+    fail("device '{}' is not supported (expected cuda or cpu)", request.device);
+  }
+  const auto dtype = dtype_from_user(activations);
+  if (!dtype || (*dtype != DType::bf16 && *dtype != DType::f32))
+    fail("activation dtype '{}' is not supported (expected bf16 or fp32)", activations);
+  s.options.activations = *dtype;
+  if (request.head == "stats") s.options.head = HeadMode::stats;
+  else if (request.head == "logits") s.options.head = HeadMode::logits;
+  else fail("head '{}' is not supported (expected stats or logits)", request.head);
+  if (request.planner == "best") s.planner = PlannerKind::best;
+  else if (request.planner == "greedy-by-area") s.planner = PlannerKind::greedy_by_area;
+  else if (request.planner == "greedy-by-size") s.planner = PlannerKind::greedy_by_size;
+  else if (request.planner == "first-fit") s.planner = PlannerKind::first_fit;
+  else fail("planner '{}' is not supported (expected best, greedy-by-area, greedy-by-size or first-fit)",
+            request.planner);
+  if (!(request.temperature >= 0)) fail("temperature must be >= 0, got {}", request.temperature);
+  if (s.config.torch_dtype == "float32") s.weight_dtype = DType::f32;
+  else if (s.config.torch_dtype == "float16") s.weight_dtype = DType::f16;
+  for (const WeightSpec& spec : family_weight_specs(s.config)) {
+    uint64_t bytes = dtype_size(s.weight_dtype);
+    for (int64_t extent : spec.shape) bytes *= static_cast<uint64_t>(extent);
+    s.weight_bytes += bytes;
+  }
+  return s;
 }
 
 std::string op_name(const Graph& graph, const GraphOp& op) {
@@ -40,48 +93,37 @@ std::string op_name(const Graph& graph, const GraphOp& op) {
   return name;
 }
 
-}  // namespace
+// Activation bytes left once weights and workspace are set aside; fails when there are none.
+uint64_t activation_budget(const Setup& s, uint64_t budget) {
+  if (s.weight_bytes + s.workspace >= budget)
+    fail("the weights ({}) and workspace ({}) alone exceed the budget of {}", gib(s.weight_bytes),
+         gib(s.workspace), gib(budget));
+  return budget - s.weight_bytes - s.workspace;
+}
 
-PlanReport plan_step(const PlanRequest& request) {
-  const ModelConfig config = config_for(request.model);
-  if (config.family == Family::llada_moe) fail("LLaDA-MoE planning is not supported yet");
+ChunkSearchResult search(const Setup& s, const StepShape& shape, uint64_t budget) {
+  ChunkSearchRequest request;
+  request.shape = shape;
+  request.options = s.options;
+  request.activation_budget = activation_budget(s, budget);
+  request.granule = s.granule;
+  return search_chunks(s.config, request);
+}
 
-  GraphOptions options;
-  const auto activations = dtype_from_user(request.activations);
-  if (!activations || (*activations != DType::bf16 && *activations != DType::f32))
-    fail("activation dtype '{}' is not supported (expected bf16 or fp32)", request.activations);
-  options.activations = *activations;
-  if (request.head == "stats") options.head = HeadMode::stats;
-  else if (request.head == "logits") options.head = HeadMode::logits;
-  else fail("head '{}' is not supported (expected stats or logits)", request.head);
-  PlannerKind kind;
-  if (request.planner == "greedy-by-size") kind = PlannerKind::greedy_by_size;
-  else if (request.planner == "first-fit") kind = PlannerKind::first_fit;
-  else fail("planner '{}' is not supported (expected greedy-by-size or first-fit)", request.planner);
-
-  const StepShape shape{request.lengths, request.candidates};
-  const ChunkConfig chunks{request.qkv_chunks, request.attention_chunks, request.ffn_chunks,
-                           request.head_chunks};
-  const auto start = std::chrono::steady_clock::now();
-  const PlannedStep step = plan_graph(instantiate_step_graph(config, shape, chunks, options), kind);
-  const double planning_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+PlanReport report_for(const PlanRequest& request, const Setup& s, const PlannedStep& step,
+                      double planning_ms) {
   const Graph& graph = step.graph;
-
   PlanReport report;
   report.model = request.model;
-  report.family = std::string(family_name(config.family));
-  report.layers = config.layers, report.hidden = config.hidden, report.vocab = config.vocab;
-  const DType weight_dtype = weight_dtype_of(config);
-  report.weight_dtype = std::string(dtype_name(weight_dtype));
-  for (const WeightSpec& spec : family_weight_specs(config)) {
-    uint64_t bytes = dtype_size(weight_dtype);
-    for (int64_t extent : spec.shape) bytes *= static_cast<uint64_t>(extent);
-    report.weight_bytes += bytes;
-  }
+  report.family = std::string(family_name(s.config.family));
+  report.layers = s.config.layers, report.hidden = s.config.hidden, report.vocab = s.config.vocab;
+  report.weight_dtype = std::string(dtype_name(s.weight_dtype));
+  report.weight_bytes = s.weight_bytes;
+  report.workspace_bytes = s.workspace;
+  report.granule = s.granule;
   report.tokens = graph.tokens, report.candidates = graph.candidates;
-  report.sequences = static_cast<int64_t>(shape.lengths.size());
   report.activation_peak = step.memory.planned_peak;
+  report.mapped_bytes = (step.memory.planned_peak + s.granule - 1) / s.granule * s.granule;
   report.lower_bound = step.memory.lower_bound;
   report.average_live = step.memory.average_live;
   report.par = step.memory.par(), report.inflation = step.memory.inflation();
@@ -90,6 +132,9 @@ PlanReport plan_step(const PlanRequest& request) {
   report.planning_ms = planning_ms;
   report.peak_op = step.memory.peak_op;
   report.peak_op_name = op_name(graph, graph.ops[static_cast<size_t>(step.memory.peak_op)]);
+  report.qkv_chunks = graph.chunks.qkv, report.attention_chunks = graph.chunks.attention;
+  report.ffn_chunks = graph.chunks.ffn, report.head_chunks = graph.chunks.head;
+  report.budget = request.budget;
 
   // Live bytes per op and category (difference arrays per category), and the peak's content.
   const size_t categories = static_cast<size_t>(TensorCategory::count);
@@ -123,6 +168,71 @@ PlanReport plan_step(const PlanRequest& request) {
                    [](const auto& a, const auto& b) { return a.bytes > b.bytes; });
   if (report.largest_at_peak.size() > 8) report.largest_at_peak.resize(8);
   return report;
+}
+
+}  // namespace
+
+PlanReport plan_step(const PlanRequest& request) {
+  const Setup s = setup_for(request);
+  const StepShape shape{request.lengths, request.candidates};
+  const auto start = Clock::now();
+  if (!request.budget) {
+    const ChunkConfig chunks{request.qkv_chunks, request.attention_chunks, request.ffn_chunks,
+                             request.head_chunks};
+    const PlannedStep step = plan_graph(instantiate_step_graph(s.config, shape, chunks, s.options), s.planner);
+    PlanReport report = report_for(request, s, step, ms_since(start));
+    report.sequences = static_cast<int64_t>(shape.lengths.size());
+    return report;
+  }
+  instantiate_step_graph(s.config, shape, {}, s.options);  // shape errors before budget errors
+  ChunkSearchResult result = search(s, shape, *request.budget);
+  const double search_ms = ms_since(start);
+  if (!result.fits)
+    fail("at L = {} tokens the step needs at least {} ({} weights + {} workspace + {} activations "
+         "with every op chunked as far as it goes); the budget is {}",
+         shape.tokens(), gib(s.weight_bytes + s.workspace + result.floor), gib(s.weight_bytes),
+         gib(s.workspace), gib(result.floor), gib(*request.budget));
+  PlanReport report = report_for(request, s, *result.planned, search_ms);
+  report.sequences = static_cast<int64_t>(shape.lengths.size());
+  report.chunk_probes = result.probes;
+  report.chunk_search_ms = search_ms;
+  for (const ChunkSearchStep& step : result.steps)
+    report.chunk_steps.push_back(fmt::format("{} -> {} (peak was {})", chunk_group_name(step.bottleneck),
+                                             step.chunks, gib(step.peak_before)));
+  return report;
+}
+
+LmaxReport find_lmax(const PlanRequest& request) {
+  if (!request.budget) fail("finding L_max needs a budget");
+  const Setup s = setup_for(request);
+  activation_budget(s, *request.budget);
+  const auto start = Clock::now();
+  LmaxReport out;
+  auto fits = [&](int64_t L) {
+    ++out.steps_tried;
+    return search(s, StepShape{{L}, {L - L / 2}}, *request.budget).fits;
+  };
+  // Doubling to bracket L_max, then bisection over multiples of 1024.
+  constexpr int64_t kStep = 1024;
+  int64_t good = 0, bad = kStep;
+  while (fits(bad)) {
+    good = bad;
+    bad *= 2;
+    if (bad > (int64_t{1} << 31)) fail("L_max exceeds 2^31 tokens; Mosaic's limit");
+  }
+  while (bad - good > kStep) {
+    const int64_t middle = good + (bad - good) / kStep / 2 * kStep;
+    (fits(middle) ? good : bad) = middle;
+  }
+  out.l_max = good;
+  if (good > 0) {
+    PlanRequest at = request;
+    at.lengths = {good};
+    at.candidates = {good - good / 2};
+    out.at_l_max = plan_step(at);
+  }
+  out.search_ms = ms_since(start);
+  return out;
 }
 
 }  // namespace mosaic

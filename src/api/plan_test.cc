@@ -2,6 +2,13 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "model/config_json.h"
+#include "model/test_model.h"
 
 namespace mosaic {
 namespace {
@@ -65,6 +72,61 @@ TEST(PlanStep, BadRequests) {
               HasSubstr("activation dtype 'int8'"));
   EXPECT_THAT(error_of({.model = "/nonexistent", .lengths = {8}, .candidates = {4}}),
               HasSubstr("neither a preset"));
+}
+
+TEST(PlanStep, BudgetChoosesChunksThatFit) {
+  const uint64_t gib = uint64_t{1} << 30;
+  PlanRequest request{.model = "llada-8b", .lengths = {262144}, .candidates = {131072}};
+  request.budget = 24 * gib;
+  const PlanReport report = plan_step(request);
+  EXPECT_LE(report.total_bytes(), 24 * gib);
+  EXPECT_EQ(report.mapped_bytes % (2u << 20), 0u);
+  EXPECT_GT(report.ffn_chunks, 1);  // unchunked, the FFN alone needs 16 GiB
+  EXPECT_FALSE(report.chunk_steps.empty());
+  // One chunk fewer in any group that was raised no longer fits (lazy: only what is forced).
+  for (int64_t PlanRequest::*field : {&PlanRequest::qkv_chunks, &PlanRequest::attention_chunks,
+                                      &PlanRequest::ffn_chunks, &PlanRequest::head_chunks}) {
+    PlanRequest fewer{.model = "llada-8b", .lengths = {262144}, .candidates = {131072}};
+    fewer.qkv_chunks = report.qkv_chunks, fewer.attention_chunks = report.attention_chunks;
+    fewer.ffn_chunks = report.ffn_chunks, fewer.head_chunks = report.head_chunks;
+    if (fewer.*field == 1) continue;
+    fewer.*field -= 1;
+    EXPECT_GT(plan_step(fewer).total_bytes(), 24 * gib);
+  }
+}
+
+TEST(PlanStep, ImpossibleBudgetSaysWhatIsNeeded) {
+  PlanRequest request{.model = "llada-8b", .lengths = {500000}, .candidates = {250000}};
+  request.budget = uint64_t{24} << 30;
+  EXPECT_THAT(error_of(request), HasSubstr("at L = 500000 tokens the step needs at least"));
+  EXPECT_THAT(error_of(request), HasSubstr("the budget is 24.000 GiB"));
+  request.budget = uint64_t{10} << 30;
+  EXPECT_THAT(error_of(request), HasSubstr("the weights (14.930 GiB) and workspace (64.00 MiB) alone exceed"));
+}
+
+// L_max is the largest multiple of 1024 that fits: it does, and 1024 more does not. A small
+// Dream-architecture config keeps the search quick.
+TEST(FindLmax, IsTheLargestLengthThatFits) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("mosaic_lmax_test_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  ModelConfig config = test_model_preset(Family::dream, "tiny");
+  config.torch_dtype = "bfloat16";
+  std::ofstream(dir / "config.json") << model_config_to_json(config).dump(2);
+  PlanRequest request{.model = dir.string()};
+  request.budget = uint64_t{120} << 20;  // weights are 5.7 MiB
+  const LmaxReport lmax = find_lmax(request);
+  ASSERT_GT(lmax.l_max, 0);
+  EXPECT_EQ(lmax.l_max % 1024, 0);
+  EXPECT_LE(lmax.at_l_max.total_bytes(), *request.budget);
+  PlanRequest beyond = request;
+  beyond.lengths = {lmax.l_max + 1024};
+  beyond.candidates = {(lmax.l_max + 1024) / 2};
+  EXPECT_THAT(error_of(beyond), HasSubstr("the step needs at least"));
+  // Temperature changes no tensor: the same L_max.
+  request.temperature = 1.0;
+  EXPECT_EQ(find_lmax(request).l_max, lmax.l_max);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "cli/byte_size.h"
 #include "cli/commands.h"
 #include "cli/list_parse.h"
 #include "core/error.h"
@@ -16,8 +17,8 @@ namespace {
 struct PlanOptions {
   PlanRequest request;
   int64_t seq_len = 0, prompt_len = -1, masked = -1;
-  std::string batch, chunks, svg;
-  bool json = false;
+  std::string batch, chunks, svg, budget;
+  bool json = false, find_lmax = false;
 };
 
 std::string gib(uint64_t bytes) { return fmt::format("{:.3f} GiB", bytes / 1073741824.0); }
@@ -34,6 +35,15 @@ int64_t candidates_for(const PlanOptions& o, int64_t length) {
 }
 
 void build_shape(PlanOptions& o) {
+  if (!o.budget.empty()) o.request.budget = parse_byte_size(o.budget, "--budget");
+  if (o.find_lmax) {
+    if (!o.request.budget) fail("--find-lmax needs --budget");
+    if (o.seq_len != 0 || !o.batch.empty() || !o.chunks.empty())
+      fail("--find-lmax chooses the length and the chunks itself: drop --seq-len, --batch and --chunks");
+    return;
+  }
+  if (o.request.budget && !o.chunks.empty())
+    fail("--budget chooses the chunks itself: drop --chunks");
   std::vector<int64_t> lengths;
   if (!o.batch.empty()) {
     if (o.seq_len != 0) fail("give either --seq-len or --batch, not both");
@@ -71,6 +81,17 @@ nlohmann::ordered_json to_json(const PlanReport& r) {
   j["tensors"] = r.tensor_count;
   j["ops"] = r.op_count;
   j["planning_ms"] = r.planning_ms;
+  j["chunks"] = {{"qkv", r.qkv_chunks}, {"attention", r.attention_chunks}, {"ffn", r.ffn_chunks},
+                 {"head", r.head_chunks}};
+  j["workspace_bytes"] = r.workspace_bytes;
+  j["mapped_bytes"] = r.mapped_bytes;
+  j["total_bytes"] = r.total_bytes();
+  if (r.budget) {
+    j["budget_bytes"] = *r.budget;
+    j["chunk_search_ms"] = r.chunk_search_ms;
+    j["chunk_probes"] = r.chunk_probes;
+    j["chunk_steps"] = r.chunk_steps;
+  }
   j["peak_op"] = r.peak_op_name;
   for (const auto& c : r.live_at_peak) j["live_at_peak"][c.category] = c.bytes;
   for (const auto& t : r.largest_at_peak)
@@ -78,8 +99,35 @@ nlohmann::ordered_json to_json(const PlanReport& r) {
   return j;
 }
 
+void print_report(const PlanOptions& o, const PlanReport& r);
+
+int run_find_lmax(PlanOptions& o) {
+  const LmaxReport lmax = find_lmax(o.request);
+  if (o.json) {
+    nlohmann::ordered_json j;
+    j["model"] = o.request.model;
+    j["budget_bytes"] = *o.request.budget;
+    j["temperature"] = o.request.temperature;
+    j["l_max"] = lmax.l_max;
+    j["steps_tried"] = lmax.steps_tried;
+    j["search_ms"] = lmax.search_ms;
+    if (lmax.l_max > 0) j["at_l_max"] = to_json(lmax.at_l_max);
+    std::puts(j.dump(2).c_str());
+    return 0;
+  }
+  fmt::print("L_max            {} tokens   (budget {}, temperature {}, prompt L/2, L/2 masked; "
+             "{} lengths tried in {:.0f} ms)\n",
+             lmax.l_max, gib(*o.request.budget), o.request.temperature, lmax.steps_tried, lmax.search_ms);
+  if (lmax.l_max > 0) {
+    fmt::print("plan at L_max:\n");
+    print_report(o, lmax.at_l_max);
+  }
+  return 0;
+}
+
 int run_plan(PlanOptions& o) {
   build_shape(o);
+  if (o.find_lmax) return run_find_lmax(o);
   const PlanReport r = plan_step(o.request);
   if (!o.svg.empty()) {
     std::ofstream out(o.svg);
@@ -90,20 +138,33 @@ int run_plan(PlanOptions& o) {
     std::puts(to_json(r).dump(2).c_str());
     return 0;
   }
+  print_report(o, r);
+  if (!o.svg.empty()) fmt::print("timeline written to {}\n", o.svg);
+  return 0;
+}
+
+void print_report(const PlanOptions& o, const PlanReport& r) {
   fmt::print("model            {} ({}, {} layers, hidden {}, vocab {})\n", r.model, r.family, r.layers,
              r.hidden, r.vocab);
   fmt::print("weights          {} ({})\n", gib(r.weight_bytes), r.weight_dtype);
   fmt::print("step             {} sequence{}, {} tokens, {} candidate rows; {} activations, {} head, "
              "chunks qkv={} attention={} ffn={} head={}\n",
-             r.sequences, r.sequences == 1 ? "" : "s", r.tokens, r.candidates, o.request.activations,
-             o.request.head == "stats" ? "fused" : "materialised-logits", o.request.qkv_chunks,
-             o.request.attention_chunks, o.request.ffn_chunks, o.request.head_chunks);
+             r.sequences, r.sequences == 1 ? "" : "s", r.tokens, r.candidates,
+             o.request.activations.empty() ? (o.request.device == "cuda" ? "bf16" : "fp32") : o.request.activations,
+             o.request.head == "stats" ? "fused" : "materialised-logits", r.qkv_chunks,
+             r.attention_chunks, r.ffn_chunks, r.head_chunks);
+  if (r.budget) {
+    fmt::print("budget           {}   (weights + {} workspace + arena); lazy chunking: {} probes, "
+               "{:.2f} ms\n", gib(*r.budget), gib(r.workspace_bytes), r.chunk_probes, r.chunk_search_ms);
+    for (const std::string& step : r.chunk_steps) fmt::print("  raised {}\n", step);
+  }
   fmt::print("activation peak  {}   (planned, {})\n", gib(r.activation_peak), o.request.planner);
   fmt::print("lower bound      {}   (most bytes live at once)\n", gib(r.lower_bound));
   fmt::print("average live     {}\n", gib(r.average_live));
   fmt::print("PAR              {:.3f}   (peak / average)\n", r.par);
   fmt::print("inflation        {:.4f}   (peak / lower bound)\n", r.inflation);
-  fmt::print("total            {}   (weights + activation peak)\n", gib(r.weight_bytes + r.activation_peak));
+  fmt::print("total            {}   (weights + workspace + arena mapped in {} KiB granules)\n",
+             gib(r.total_bytes()), r.granule / 1024);
   fmt::print("graph            {} tensors, {} ops, planned in {:.2f} ms\n", r.tensor_count, r.op_count,
              r.planning_ms);
   fmt::print("live at the peak (op {}, {}):\n", r.peak_op, r.peak_op_name);
@@ -111,8 +172,6 @@ int run_plan(PlanOptions& o) {
     fmt::print("  {:<10} {:>12}  {:5.1f}%\n", c.category, gib(c.bytes), 100.0 * c.bytes / r.lower_bound);
   fmt::print("largest tensors at the peak:\n");
   for (const auto& t : r.largest_at_peak) fmt::print("  {:<22} {:>12}  ({})\n", t.name, gib(t.bytes), t.category);
-  if (!o.svg.empty()) fmt::print("timeline written to {}\n", o.svg);
-  return 0;
 }
 
 }  // namespace
@@ -126,13 +185,23 @@ Action register_plan(CLI::App& app) {
   command->add_option("--prompt-len", o->prompt_len, "Prompt tokens (default: half the sequence)");
   command->add_option("--masked", o->masked, "Candidate rows per sequence (default: the non-prompt positions)");
   command->add_option("--batch", o->batch, "Lengths of a batch of sequences, e.g. 4096,1024,512");
-  command->add_option("--dtype", o->request.activations, "Activation dtype: bf16 (CUDA) or fp32 (CPU)")
-      ->default_val("bf16");
+  command->add_option("--device", o->request.device,
+                      "cuda (bf16, 2 MiB pages, 64 MiB workspace) or cpu (fp32)")
+      ->default_val("cuda");
+  command->add_option("--dtype", o->request.activations, "Activation dtype override: bf16 or fp32");
+  command->add_option("--budget", o->budget,
+                      "Total memory (weights + workspace + arena), e.g. 24GiB: lazy chunking fits it");
+  command->add_flag("--find-lmax", o->find_lmax,
+                    "Find the longest L (multiple of 1024, prompt L/2, rest masked) within --budget");
+  command->add_option("--temperature", o->request.temperature,
+                      "Sampling temperature (Gumbel noise is fused: no memory effect)")
+      ->default_val(0.0);
   command->add_option("--head", o->request.head, "LM head: stats (fused, generation) or logits")
       ->default_val("stats");
   command->add_option("--chunks", o->chunks, "Chunk counts qkv,attention,ffn,head (default 1,1,1,1)");
-  command->add_option("--planner", o->request.planner, "greedy-by-size or first-fit")
-      ->default_val("greedy-by-size");
+  command->add_option("--planner", o->request.planner,
+                      "best (default), greedy-by-area, greedy-by-size or first-fit")
+      ->default_val("best");
   command->add_flag("--json", o->json, "Print JSON");
   command->add_option("--svg", o->svg, "Write the memory timeline as an SVG picture");
   return [o] { return run_plan(*o); };

@@ -31,6 +31,12 @@ struct Builder {
   std::vector<int64_t> offsets;  // packed sequence starts, size batch + 1
   int32_t ids = -1, positions = -1, logit_rows = -1, x = -1;
   int64_t T = 0, M = 0;
+  ChunkGroup group = ChunkGroup::none;  // stamped on every op added
+
+  void op(GraphOp op) {
+    op.group = group;
+    g.op(op);
+  }
 
   DType act() const { return options.activations; }
 
@@ -42,20 +48,20 @@ struct Builder {
   }
 
   void norm(int32_t layer, WeightRole weight, int32_t out, int64_t row, int64_t rows) {
-    g.op(make(OpKind::rms_norm, layer, weight, {out, 0}, {x, row}, rows));
+    op(make(OpKind::rms_norm, layer, weight, {out, 0}, {x, row}, rows));
   }
 
   void linear(int32_t layer, WeightRole weight, TensorRef out, int32_t in, int64_t rows,
               bool bias = false) {
     GraphOp op = make(OpKind::linear, layer, weight, out, {in, 0}, rows);
     op.has_bias = bias;
-    g.op(op);
+    this->op(op);
   }
 
   void rope(TensorRef target, int64_t row, int64_t rows) {
     GraphOp op = make(OpKind::rope, -1, WeightRole::embedding, target, {}, rows);
     op.b = {positions, row};
-    g.op(op);
+    this->op(op);
   }
 
   // Segments of the query rows [row, row + rows): every sequence they touch, against all of
@@ -76,16 +82,17 @@ struct Builder {
     GraphOp op = make(OpKind::attention, layer, WeightRole::embedding, {out, 0}, {q, 0}, rows);
     op.b = {k, 0}, op.c = {v, 0};
     op.segment_begin = segments_for(row, rows, &op.segment_count);
-    g.op(op);
+    this->op(op);
   }
 
   void add_residual(int32_t y, int64_t row, int64_t rows) {
     GraphOp op = make(OpKind::add, -1, WeightRole::embedding, {x, row}, {}, rows);
     op.b = {y, 0};
-    g.op(op);
+    this->op(op);
   }
 
   void attention_block(int32_t l) {
+    group = ChunkGroup::attention;  // unchunked, the shared norm/Q/K/V ops count as the query side
     const int32_t k = g.tensor(Role::k, Cat::kv, act(), T, c.kv_dim(), l);
     const int32_t v = g.tensor(Role::v, Cat::kv, act(), T, c.kv_dim(), l);
     if (chunks.qkv == 1 && chunks.attention == 1) {
@@ -100,6 +107,7 @@ struct Builder {
       query_tail(l, q, k, v, 0, T, -1);
       return;
     }
+    group = ChunkGroup::qkv;
     const int64_t kv_rows = row_chunk(T, chunks.qkv, 0).rows;
     for (int64_t j = 0; j < chunks.qkv; ++j) {
       const RowChunk r = row_chunk(T, chunks.qkv, j);
@@ -109,6 +117,7 @@ struct Builder {
       linear(l, WeightRole::v, {v, r.begin}, n, r.rows, c.qkv_bias);
       rope({k, r.begin}, r.begin, r.rows);
     }
+    group = ChunkGroup::attention;
     const int64_t q_rows = row_chunk(T, chunks.attention, 0).rows;
     for (int64_t i = 0; i < chunks.attention; ++i) {
       const RowChunk r = row_chunk(T, chunks.attention, i);
@@ -134,6 +143,7 @@ struct Builder {
   }
 
   void ffn_block(int32_t l) {
+    group = ChunkGroup::ffn;
     const int64_t cap = row_chunk(T, chunks.ffn, 0).rows;
     for (int64_t f = 0; f < chunks.ffn; ++f) {
       const RowChunk r = row_chunk(T, chunks.ffn, f);
@@ -146,7 +156,7 @@ struct Builder {
       linear(l, WeightRole::up, {up, 0}, n, r.rows);
       GraphOp swiglu = make(OpKind::swiglu, l, WeightRole::embedding, {gate, 0}, {}, r.rows);
       swiglu.b = {up, 0};
-      g.op(swiglu);
+      op(swiglu);
       const int32_t down = g.tensor(Role::ffn_out, Cat::ffn, act(), cap, c.hidden, l, chunk);
       linear(l, WeightRole::down, {down, 0}, gate, r.rows);
       add_residual(down, r.begin, r.rows);
@@ -154,6 +164,7 @@ struct Builder {
   }
 
   int32_t head() {
+    group = ChunkGroup::head;
     const bool fused = options.head == HeadMode::stats;
     const int32_t out = fused ? g.tensor(Role::head_stats, Cat::head, DType::f32, M, kHeadStatsCols)
                               : g.tensor(Role::logits, Cat::head, DType::f32, M, c.vocab);
@@ -164,8 +175,8 @@ struct Builder {
       const int32_t n = g.tensor(Role::head_norm, Cat::head, act(), cap, c.hidden, -1, chunk);
       GraphOp gather = make(OpKind::rms_norm, -1, WeightRole::final_norm, {n, 0}, {x, 0}, r.rows);
       gather.index = {logit_rows, r.begin};
-      g.op(gather);
-      g.op(make(fused ? OpKind::lm_head_stats : OpKind::lm_head, -1, WeightRole::lm_head,
+      op(gather);
+      op(make(fused ? OpKind::lm_head_stats : OpKind::lm_head, -1, WeightRole::lm_head,
                 {out, r.begin}, {n, 0}, r.rows));
     }
     return out;

@@ -79,6 +79,7 @@ struct GraphOp {
   TensorRef index;               // rms_norm over gathered rows
   int64_t rows = 0;              // rows processed
   int32_t segment_begin = 0, segment_count = 0;  // attention: Graph::segments
+  ChunkGroup group = ChunkGroup::none;           // which chunk count splits this op
 };
 
 // Row blocks the executor and planner agree on: chunk c of n over `total` rows starts at

@@ -4,6 +4,8 @@
 
 #include <numeric>
 
+#include "core/error.h"
+
 namespace mosaic {
 
 int64_t StepShape::tokens() const { return std::accumulate(lengths.begin(), lengths.end(), int64_t{0}); }
@@ -11,6 +13,31 @@ int64_t StepShape::tokens() const { return std::accumulate(lengths.begin(), leng
 int64_t StepShape::total_candidates() const {
   return std::accumulate(candidates.begin(), candidates.end(), int64_t{0});
 }
+
+std::string_view chunk_group_name(ChunkGroup group) {
+  switch (group) {
+    case ChunkGroup::qkv: return "qkv";
+    case ChunkGroup::attention: return "attention";
+    case ChunkGroup::ffn: return "ffn";
+    case ChunkGroup::head: return "head";
+    case ChunkGroup::none: return "none";
+  }
+  return "?";
+}
+
+int64_t& ChunkConfig::count(ChunkGroup group) {
+  switch (group) {
+    case ChunkGroup::qkv: return qkv;
+    case ChunkGroup::attention: return attention;
+    case ChunkGroup::ffn: return ffn;
+    case ChunkGroup::head: return head;
+    case ChunkGroup::none: break;
+  }
+  MOSAIC_ASSERT(false, "the embedding is not chunkable");
+  std::abort();
+}
+
+int64_t ChunkConfig::count(ChunkGroup group) const { return const_cast<ChunkConfig*>(this)->count(group); }
 
 std::string ChunkConfig::to_string() const {
   return fmt::format("qkv={} attention={} ffn={} head={}", qkv, attention, ffn, head);

@@ -20,6 +20,17 @@ struct StepShape {
   int64_t total_candidates() const;
 };
 
+// The groups of ops that can be chunked by rows, each with its own count.
+enum class ChunkGroup : uint8_t {
+  qkv,        // K/V pass: norm + K and V projections over row blocks (K, V stay full length)
+  attention,  // query pass: norm + Q projection, attention, output projection, residual add
+  ffn,        // norm + gate/up, SwiGLU, down projection, residual add
+  head,       // final norm + LM head over candidate-row blocks
+  none,       // not chunkable (the embedding)
+};
+inline constexpr int kChunkGroups = 4;
+std::string_view chunk_group_name(ChunkGroup group);
+
 // Chunk counts per chunkable op group; 1 = unchunked (the default: chunking costs latency).
 struct ChunkConfig {
   int64_t qkv = 1;        // rows of the K/V projections (only K and V are full length)
@@ -27,6 +38,9 @@ struct ChunkConfig {
   int64_t ffn = 1;        // rows of the MLP
   int64_t head = 1;       // candidate rows of the LM head
 
+  int64_t& count(ChunkGroup group);
+  int64_t count(ChunkGroup group) const;
+  int64_t extra_chunks() const { return qkv + attention + ffn + head - 4; }
   bool operator==(const ChunkConfig&) const = default;
   std::string to_string() const;  // "qkv=1 attention=4 ffn=8 head=1"
 };

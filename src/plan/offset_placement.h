@@ -1,7 +1,13 @@
 // The step both greedy planners share: given the tensors already placed, put one more tensor
 // into a gap among those whose lifetimes overlap it.
+//
+// Finding those tensors is the cost: a scan of every placed tensor makes planning quadratic.
+// Placed tensors are therefore also filed in time windows of eight ops; a placement looks only
+// at the windows its own lifetime spans. Transformer steps are long chains of short-lived
+// tensors, so a window holds a handful of tensors however large the graph grows.
 #pragma once
 
+#include <span>
 #include <vector>
 
 #include "plan/tensor_usage.h"
@@ -13,7 +19,6 @@ enum class GapChoice {
   best_fit,   // the smallest gap that is large enough (lowest on ties)
 };
 
-// Keeps placed tensors ordered by offset so a placement is one linear scan.
 class OffsetPlacer {
  public:
   OffsetPlacer(std::span<const TensorUsage> usages, uint64_t alignment);
@@ -24,11 +29,17 @@ class OffsetPlacer {
   MemoryPlan finish() &&;
 
  private:
+  size_t window_of(int32_t op) const;
+
   std::span<const TensorUsage> usages_;
   uint64_t alignment_;
   std::vector<uint64_t> offsets_;
-  std::vector<uint64_t> sizes_;     // aligned sizes
-  std::vector<size_t> by_offset_;   // placed tensors, ascending offset
+  std::vector<uint64_t> sizes_;                 // aligned sizes
+  std::vector<std::vector<size_t>> windows_;    // placed tensors per time window
+  int64_t ops_per_window_ = 1;
+  std::vector<uint32_t> seen_;                  // de-duplication stamps, one per tensor
+  uint32_t stamp_ = 0;
+  std::vector<size_t> neighbours_;              // scratch: overlapping placed tensors
   uint64_t peak_ = 0;
 };
 

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "plan/first_fit.h"
+#include "plan/greedy_by_area.h"
 #include "plan/greedy_by_size.h"
 #include "plan/live_bytes.h"
 #include "plan/verify.h"
@@ -36,6 +37,14 @@ TEST(LiveBytes, PerOpAndLowerBound) {
 TEST(GreedyBySize, ExactOffsets) {
   const MemoryPlan plan = plan_greedy_by_size(kNine, 1);
   EXPECT_EQ(plan.offsets, (std::vector<uint64_t>{0, 32, 64, 100, 116, 0, 104, 64, 0}));
+  EXPECT_EQ(plan.peak_bytes, 124u);
+  EXPECT_EQ(verify_plan(kNine, plan, 1), std::nullopt);
+}
+
+// Greedy by area (size x lifetime), largest first: t5 t2 t1 t7 t0 t3 t6 t8 t4. Also optimal.
+TEST(GreedyByArea, ExactOffsets) {
+  const MemoryPlan plan = plan_greedy_by_area(kNine, 1);
+  EXPECT_EQ(plan.offsets, (std::vector<uint64_t>{28, 0, 64, 100, 116, 0, 104, 64, 0}));
   EXPECT_EQ(plan.peak_bytes, 124u);
   EXPECT_EQ(verify_plan(kNine, plan, 1), std::nullopt);
 }
@@ -92,7 +101,8 @@ TEST(Planners, RandomGraphsVerify) {
       usages.push_back({bytes, first, last});
     }
     const uint64_t bound = live_bytes_lower_bound(usages);
-    for (const MemoryPlan& plan : {plan_greedy_by_size(usages), plan_first_fit(usages)}) {
+    for (const MemoryPlan& plan :
+         {plan_greedy_by_size(usages), plan_greedy_by_area(usages), plan_first_fit(usages)}) {
       ASSERT_EQ(verify_plan(usages, plan), std::nullopt) << "trial " << trial;
       EXPECT_GE(plan.peak_bytes, bound);
     }

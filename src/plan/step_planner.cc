@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "plan/first_fit.h"
+#include "plan/greedy_by_area.h"
 #include "plan/greedy_by_size.h"
 #include "plan/verify.h"
 
@@ -26,8 +27,17 @@ std::vector<TensorUsage> usages_of(const Graph& graph) {
 PlannedStep plan_graph(Graph graph, PlannerKind kind) {
   PlannedStep step;
   step.usages = usages_of(graph);
-  step.plan = kind == PlannerKind::greedy_by_size ? plan_greedy_by_size(step.usages)
-                                                  : plan_first_fit(step.usages);
+  switch (kind) {
+    case PlannerKind::best: {
+      MemoryPlan by_area = plan_greedy_by_area(step.usages);
+      MemoryPlan by_size = plan_greedy_by_size(step.usages);
+      step.plan = by_size.peak_bytes < by_area.peak_bytes ? std::move(by_size) : std::move(by_area);
+      break;
+    }
+    case PlannerKind::greedy_by_area: step.plan = plan_greedy_by_area(step.usages); break;
+    case PlannerKind::greedy_by_size: step.plan = plan_greedy_by_size(step.usages); break;
+    case PlannerKind::first_fit: step.plan = plan_first_fit(step.usages); break;
+  }
   const auto problem = verify_plan(step.usages, step.plan);
   MOSAIC_ASSERT(!problem, "planner produced an invalid plan: {}", *problem);
   step.memory = step_memory(step.usages, step.plan, graph.op_count());

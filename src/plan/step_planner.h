@@ -20,7 +20,12 @@
 
 namespace mosaic {
 
-enum class PlannerKind : uint8_t { greedy_by_size, first_fit };
+enum class PlannerKind : uint8_t {
+  best,            // the lower peak of greedy-by-area and greedy-by-size (the default)
+  greedy_by_area,
+  greedy_by_size,
+  first_fit,
+};
 
 struct PlannedStep {
   Graph graph;                      // instantiated at the bucket's shape
@@ -36,12 +41,12 @@ int64_t bucket_rows(int64_t rows);
 std::vector<TensorUsage> usages_of(const Graph& graph);
 
 // Plans exactly this graph (no bucketing); verifies the plan (MOSAIC_ASSERT).
-PlannedStep plan_graph(Graph graph, PlannerKind kind = PlannerKind::greedy_by_size);
+PlannedStep plan_graph(Graph graph, PlannerKind kind = PlannerKind::best);
 
 class StepPlanner {
  public:
   StepPlanner(const ModelConfig& config, GraphOptions options,
-              PlannerKind kind = PlannerKind::greedy_by_size);
+              PlannerKind kind = PlannerKind::best);
 
   // The graph of exactly this shape. Throws mosaic::Error for an impossible shape.
   Graph instantiate(const StepShape& shape, const ChunkConfig& chunks) const;

@@ -222,6 +222,32 @@ class CliErrors(unittest.TestCase):
         self.assertEqual(status, 0, err)
         self.assertIn("activation peak", out)
 
+    def test_plan_budget(self):
+        status, out, err = run("plan", "--model", "llada-8b", "--seq-len", "262144", "--budget", "24GiB", "--json")
+        self.assertEqual(status, 0, err)
+        report = json.loads(out)
+        self.assertLessEqual(report["total_bytes"], 24 * 2**30)
+        self.assertGreater(report["chunks"]["ffn"], 1)
+        self.assert_error(["plan", "--model", "llada-8b", "--seq-len", "500000", "--budget", "24GiB"],
+                          "at L = 500000 tokens the step needs at least", "the budget is 24.000 GiB")
+        self.assert_error(["plan", "--model", "llada-8b", "--seq-len", "4096", "--budget", "24XB"],
+                          "--budget: '24XB' is not a size")
+        self.assert_error(["plan", "--model", "llada-8b", "--seq-len", "4096", "--budget", "24GiB",
+                           "--chunks", "1,1,2,1"], "--budget chooses the chunks itself")
+        self.assert_error(["plan", "--model", "llada-8b", "--find-lmax"], "--find-lmax needs --budget")
+        self.assert_error(["plan", "--model", "llada-8b", "--find-lmax", "--budget", "24GiB", "--seq-len", "4096"],
+                          "--find-lmax chooses the length")
+
+    def test_plan_find_lmax(self):
+        self.make()
+        # The default device (cuda) sets 64 MiB aside for workspaces; the tiny weights take 4.3 MiB.
+        status, out, err = run("plan", "--model", self.model, "--find-lmax", "--budget", "128MiB", "--json")
+        self.assertEqual(status, 0, err)
+        report = json.loads(out)
+        self.assertGreater(report["l_max"], 0)
+        self.assertEqual(report["l_max"] % 1024, 0)
+        self.assertLessEqual(report["at_l_max"]["total_bytes"], 128 * 2**20)
+
     def test_good_run_succeeds(self):
         self.make()
         status, out, err = run("forward", "--model", self.model, "--ids", "5,1000,1000", "--json")

@@ -1,0 +1,96 @@
+#include "chunk/chunk_search.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "plan/live_bytes.h"
+
+namespace mosaic {
+namespace {
+
+uint64_t round_up(uint64_t bytes, uint64_t granule) { return (bytes + granule - 1) / granule * granule; }
+
+int64_t group_limit(const ChunkSearchRequest& request, ChunkGroup group) {
+  const int64_t rows = group == ChunkGroup::head ? request.shape.total_candidates() : request.shape.tokens();
+  return std::max<int64_t>(1, std::min(request.max_chunks, rows));
+}
+
+}  // namespace
+
+ChunkProbe probe_chunks(const ModelConfig& config, const StepShape& shape, const GraphOptions& options,
+                        const ChunkConfig& chunks) {
+  ModelConfig one_layer = config;
+  one_layer.layers = std::min<int64_t>(config.layers, 1);
+  const Graph graph = instantiate_step_graph(one_layer, shape, chunks, options);
+  const std::vector<uint64_t> live = live_bytes_per_op(usages_of(graph), graph.op_count());
+  ChunkProbe probe;
+  for (size_t op = 0; op < live.size(); ++op) {
+    const ChunkGroup group = graph.ops[op].group;
+    uint64_t& group_peak = probe.group_peak[static_cast<size_t>(group)];
+    group_peak = std::max(group_peak, live[op]);
+    if (live[op] > probe.peak) probe.peak = live[op], probe.group = group;
+  }
+  return probe;
+}
+
+ChunkSearchResult search_chunks(const ModelConfig& config, const ChunkSearchRequest& request) {
+  ChunkSearchResult result;
+  auto probe = [&](const ChunkConfig& chunks) {
+    ++result.probes;
+    return probe_chunks(config, request.shape, request.options, chunks);
+  };
+  ChunkConfig floor_config;
+  for (int g = 0; g < kChunkGroups; ++g)
+    floor_config.count(ChunkGroup(g)) = group_limit(request, ChunkGroup(g));
+
+  uint64_t target = request.activation_budget;  // live-bytes target; lowered if placement overshoots
+  ChunkConfig chunks;
+  for (;;) {
+    const ChunkProbe current = probe(chunks);
+    if (current.peak <= target) {
+      PlannedStep planned =
+          plan_graph(instantiate_step_graph(config, request.shape, chunks, request.options));
+      result.chunks = chunks;
+      result.planned_peak = planned.memory.planned_peak;
+      result.lower_bound = planned.memory.lower_bound;
+      const uint64_t mapped = round_up(planned.memory.planned_peak, request.granule);
+      if (mapped <= request.activation_budget) {
+        result.fits = true;
+        result.planned = std::move(planned);
+        return result;
+      }
+      const uint64_t overshoot = mapped - request.activation_budget;
+      if (overshoot >= target) break;
+      target -= overshoot;
+      continue;
+    }
+    const ChunkGroup group = current.group;
+    const int64_t limit = group == ChunkGroup::none ? 1 : group_limit(request, group);
+    if (group == ChunkGroup::none || chunks.count(group) >= limit) break;
+
+    // Smallest count of `group` at which the group's own peak fits the target.
+    auto fits = [&](int64_t count) {
+      ChunkConfig trial = chunks;
+      trial.count(group) = count;
+      return probe(trial).group_peak[static_cast<size_t>(group)] <= target;
+    };
+    int64_t low = chunks.count(group), high = std::min(limit, low * 2);
+    while (high < limit && !fits(high)) low = high, high = std::min(limit, high * 2);
+    if (high == limit && !fits(high)) {
+      chunks.count(group) = limit;  // cannot fit; the next round reports the floor
+      result.steps.push_back({group, limit, current.peak});
+      continue;
+    }
+    while (high - low > 1) {  // fits(high) holds, fits(low) does not
+      const int64_t middle = low + (high - low) / 2;
+      (fits(middle) ? high : low) = middle;
+    }
+    chunks.count(group) = high;
+    result.steps.push_back({group, high, current.peak});
+  }
+  result.chunks = chunks;
+  result.floor = probe(floor_config).peak;
+  return result;
+}
+
+}  // namespace mosaic

@@ -1,0 +1,70 @@
+// Lazy chunking: fit a step into a memory budget with the fewest chunks, only where the peak is.
+//
+// Chunking costs latency (more, smaller kernels), so nothing is chunked by default. When the
+// planned step does not fit the budget:
+//  1. Find the op where live bytes peak and the chunk group it belongs to (qkv, attention, ffn,
+//     head). If none (the embedding) or the group is at its maximum, the step cannot fit.
+//  2. Raise that group's chunk count to the smallest value at which the group's own peak (the
+//     most bytes live during any of its ops) fits the budget (doubling, then bisection).
+//  3. Repeat until the step fits; then plan the full graph and confirm; if offset placement
+//     overshoots the live-bytes bound, tighten the target by the overshoot and go on.
+// The peak of a step is the maximum over groups of a peak that falls as that group's count
+// rises, so each group ends at the smallest count that brings its own peak under the budget:
+// the total is minimal (tests compare with brute force). Raising a group only until the peak
+// moves elsewhere would reach the same counts, but near the floor (x, K, V) the bottleneck
+// alternates between the K/V pass and the query pass by a few bytes per step, costing thousands
+// of probes; raising straight to the budget takes a handful.
+//
+// Probes are cheap: they instantiate the step graph with one decoder layer (every layer is the
+// same, and no per-layer tensor outlives its layer, so the peak is the same) and take the
+// live-bytes lower bound in one pass. Only the final configuration is planned in full.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graph/step_graph.h"
+#include "plan/step_planner.h"
+
+namespace mosaic {
+
+struct ChunkSearchRequest {
+  StepShape shape;
+  GraphOptions options;
+  uint64_t activation_budget = 0;   // bytes the arena may use
+  uint64_t granule = 1;             // the arena maps whole granules (2 MiB pages on CUDA)
+  int64_t max_chunks = 4096;        // per group; chunks never hold fewer than one row
+};
+
+struct ChunkSearchStep {
+  ChunkGroup bottleneck;
+  int64_t chunks;          // the group's new count
+  uint64_t peak_before;    // live-bytes peak before the raise
+};
+
+struct ChunkSearchResult {
+  bool fits = false;
+  ChunkConfig chunks;                 // the configuration chosen (or the last one tried)
+  uint64_t planned_peak = 0;          // planned arena bytes of that configuration (full graph)
+  uint64_t lower_bound = 0;
+  uint64_t floor = 0;                 // live-bytes peak with every group at its maximum
+  int probes = 0;                     // graphs evaluated
+  std::vector<ChunkSearchStep> steps;
+  std::optional<PlannedStep> planned; // the full plan of `chunks` when it fits
+};
+
+ChunkSearchResult search_chunks(const ModelConfig& config, const ChunkSearchRequest& request);
+
+// The live-bytes peak of a configuration, the group at the peak, and each group's own peak,
+// from a one-layer graph.
+struct ChunkProbe {
+  uint64_t peak = 0;
+  ChunkGroup group = ChunkGroup::none;
+  uint64_t group_peak[kChunkGroups + 1] = {};  // indexed by ChunkGroup (none last)
+};
+ChunkProbe probe_chunks(const ModelConfig& config, const StepShape& shape, const GraphOptions& options,
+                        const ChunkConfig& chunks);
+
+}  // namespace mosaic
