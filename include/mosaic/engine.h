@@ -11,13 +11,16 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "mosaic/error.h"
+#include "mosaic/generation_options.h"
 
 namespace mosaic {
 
@@ -27,6 +30,7 @@ struct ModelInfo {
   int64_t hidden = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0, ffn = 0, vocab = 0;
   int64_t mask_token_id = -1, eos_token_id = -1;
   double rope_theta = 0;
+  int64_t max_position = 0;   // trained context length from config.json (0: unknown)
   uint64_t weight_bytes = 0;
   std::string weight_dtype;   // dtype of the embedding, e.g. "BF16"
 };
@@ -44,14 +48,61 @@ struct ForwardOutput {
   uint64_t planned_peak = 0, lower_bound = 0, arena_bytes = 0;
 };
 
+struct EngineOptions {
+  // All memory the engine may use: weights + activations. Steps that would exceed it are
+  // chunked lazily; a step no chunking fits is an error naming the bytes it needs.
+  std::optional<uint64_t> budget;
+};
+
+struct GenerateRequest {
+  std::string prompt;               // text (needs the folder's tokenizer.json)
+  bool chat = false;                // wrap the prompt in the model's chat format
+  std::vector<int32_t> prompt_ids;  // token ids; used instead of `prompt` when not empty
+};
+
+struct GenerateResult {
+  std::vector<int32_t> prompt_ids;
+  std::vector<int32_t> output_ids;  // the generated region (mask id where nothing was decoded)
+  std::string text;                 // decoded answer, up to the first EOS / end of turn
+  int64_t steps = 0;                // denoising steps taken
+  int64_t forwards = 0;             // steps that ran a forward (NFE)
+  bool stopped_at_eos = false;
+  bool cancelled = false;
+  std::vector<int64_t> tokens_per_step;
+  double seconds = 0;
+};
+
+// After every step of every request; return false to cancel the generation.
+struct GenerateEvent {
+  int64_t request = 0, step = 0, masked_left = 0;
+  bool finished = false;
+  std::span<const int32_t> output_ids;  // the generated region now
+  std::span<const int32_t> committed;   // positions (in the generated region) unmasked by this step
+  int64_t batch_sequences = 0, batch_tokens = 0, batch_candidates = 0;
+  uint64_t planned_peak = 0;
+};
+using GenerateCallback = std::function<bool(const GenerateEvent&)>;
+
 class Engine {
  public:
-  static std::unique_ptr<Engine> open(const std::filesystem::path& model_dir);
+  static std::unique_ptr<Engine> open(const std::filesystem::path& model_dir,
+                                      const EngineOptions& options = {});
   ~Engine();
 
   const ModelInfo& info() const;
   // Logits for the requested rows only; no other row's logits are computed.
   ForwardOutput forward(std::span<const SequenceInput> batch) const;
+
+  // Generates for a batch of prompts (each independent of the others; one packed forward per
+  // step for all of them). Throws mosaic::Error for bad options, a prompt too long, a text
+  // prompt without a tokenizer.
+  std::vector<GenerateResult> generate(std::span<const GenerateRequest> requests,
+                                       const GenerationOptions& options,
+                                       const GenerateCallback& on_step = {}) const;
+
+  bool has_tokenizer() const;
+  std::vector<int32_t> encode(const std::string& text, bool chat) const;
+  std::string decode(std::span<const int32_t> ids) const;  // special tokens skipped
 
  private:
   struct Impl;

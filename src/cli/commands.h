@@ -11,6 +11,7 @@ namespace mosaic::cli {
 using Action = std::function<int()>;
 
 Action register_forward(CLI::App& app);
+Action register_generate(CLI::App& app);
 Action register_make_test_model(CLI::App& app);
 Action register_info(CLI::App& app);
 Action register_plan(CLI::App& app);

@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
     actions.emplace(app.get_subcommands({}).back(), std::move(action));
   };
   add(mosaic::cli::register_forward(app));
+  add(mosaic::cli::register_generate(app));
   add(mosaic::cli::register_info(app));
   add(mosaic::cli::register_make_test_model(app));
   add(mosaic::cli::register_plan(app));

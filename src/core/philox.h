@@ -42,6 +42,34 @@ constexpr double uniform_f64(uint32_t high, uint32_t low) {
   return static_cast<double>(bits & ((uint64_t{1} << 53) - 1)) * 0x1.0p-53;
 }
 
+// Uniform in the open interval (0, 1): 53 random bits plus a half (docs/design/rng.md).
+constexpr double uniform_open_f64(uint32_t w0, uint32_t w1) {
+  const uint64_t bits = ((uint64_t{w0} << 21) ^ (w1 >> 11)) & ((uint64_t{1} << 53) - 1);
+  return (static_cast<double>(bits) + 0.5) * 0x1.0p-53;
+}
+
+// What each random number is for: the last counter word, so no two uses share a number.
+enum class RngStream : uint32_t {
+  gumbel_token = 1,       // (vocab id, position, step): token choice at temperature > 0
+  random_confidence = 2,  // (0, position, step): LLaDA remasking="random"
+  transfer = 3,           // (0, position, step): Dream alg="origin"
+  position_gumbel = 4,    // (0, position, step): Dream alg_temp > 0
+};
+
+// The uniform of docs/design/rng.md for one address.
+inline double rng_uniform(uint64_t seed, RngStream stream, uint32_t index, uint32_t position,
+                          uint32_t step) {
+  const PhiloxCounter w =
+      philox4x32_10({index, position, step, static_cast<uint32_t>(stream)}, philox_key(seed));
+  return uniform_open_f64(w[0], w[1]);
+}
+
+// Gumbel(0, 1) noise for one address: -log(-log(u)).
+inline double rng_gumbel(uint64_t seed, RngStream stream, uint32_t index, uint32_t position,
+                         uint32_t step) {
+  return -std::log(-std::log(rng_uniform(seed, stream, index, position, step)));
+}
+
 // Standard normal from two words (Box-Muller, cosine branch); u1 is kept away from 0.
 inline float normal_f32(uint32_t bits1, uint32_t bits2) {
   const float u1 = (static_cast<float>(bits1 >> 8) + 0.5f) * 0x1.0p-24f;

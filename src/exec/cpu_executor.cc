@@ -86,7 +86,8 @@ const std::vector<float>& CpuExecutor::small_weight(int32_t layer, WeightRole ro
 }
 
 std::vector<float> CpuExecutor::run(const Graph& graph, const PlannedStep& planned, CpuArena& arena,
-                                    const PackedBatch& batch) const {
+                                    const PackedBatch& batch,
+                                    std::span<const HeadRowSampling> sampling) const {
   const MemoryPlan& plan = planned.plan;
   const ModelConfig& c = model_.config();
   const ModelWeights& w = model_.weights();
@@ -96,6 +97,8 @@ std::vector<float> CpuExecutor::run(const Graph& graph, const PlannedStep& plann
   MOSAIC_ASSERT(graph.tokens == batch.tokens() &&
                     graph.candidates == static_cast<int64_t>(batch.logit_rows.size()),
                 "graph and batch disagree on the shape");
+  MOSAIC_ASSERT(sampling.empty() || static_cast<int64_t>(sampling.size()) == graph.candidates,
+                "{} sampling entries for {} candidate rows", sampling.size(), graph.candidates);
   arena.reserve(plan.peak_bytes);
   for (size_t t = 0; t < graph.tensors.size(); ++t) {
     const GraphTensor& tensor = graph.tensors[t];
@@ -184,8 +187,10 @@ std::vector<float> CpuExecutor::run(const Graph& graph, const PlannedStep& plann
         break;
       }
       case OpKind::lm_head_stats:
-        cpu::lm_head_stats(op.rows, c.hidden, f32(op.a), cols(op.a), w.lm_head.data,
-                           w.lm_head.dtype, c.vocab, f32(op.out), cols(op.out));
+        cpu::lm_head_sample(op.rows, c.hidden, f32(op.a), cols(op.a), w.lm_head.data,
+                            w.lm_head.dtype, c.vocab,
+                            sampling.empty() ? nullptr : sampling.data() + op.out.row, f32(op.out),
+                            cols(op.out));
         break;
     }
   }

@@ -3,7 +3,10 @@
 // of a backend/cpu kernel on raw pointers and dimensions.
 #pragma once
 
+#include <span>
 #include <vector>
+
+#include "backend/cpu/lm_head.h"
 
 #include "exec/forward_batch.h"
 #include "graph/graph.h"
@@ -22,8 +25,10 @@ class CpuExecutor {
   // plan may come from a larger bucket of the same structure: each tensor must fit its slot.
   // The batch supplies the inputs (ids, positions, logit rows). Returns the output tensor's
   // contents: logits [candidates, vocab] or head statistics [candidates, kHeadStatsCols].
+  // `sampling`: one entry per candidate row for the fused head (empty: greedy, raw statistics).
   std::vector<float> run(const Graph& graph, const PlannedStep& planned, CpuArena& arena,
-                         const PackedBatch& batch) const;
+                         const PackedBatch& batch,
+                         std::span<const HeadRowSampling> sampling = {}) const;
 
  private:
   const std::vector<float>& small_weight(int32_t layer, WeightRole role) const;

@@ -107,8 +107,9 @@ TEST_P(PlannedExecution, FusedHeadAgreesWithMaterialisedLogits) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* l = logits.data() + r * vocab;
     const int64_t best = std::max_element(l, l + vocab) - l;  // first maximum
-    EXPECT_EQ(stats[r * kHeadStatsCols + 0], l[best]);
-    EXPECT_EQ(stats[r * kHeadStatsCols + 1], static_cast<float>(best));
+    EXPECT_EQ(stats[r * kHeadStatsCols + 0], static_cast<float>(best));  // greedy choice
+    EXPECT_EQ(stats[r * kHeadStatsCols + 2], l[best]);
+    EXPECT_EQ(stats[r * kHeadStatsCols + 3], static_cast<float>(best));
   }
 }
 

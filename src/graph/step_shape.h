@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/head_sampling.h"
 
 namespace mosaic {
 
@@ -55,8 +56,8 @@ struct GraphOptions {
   HeadMode head = HeadMode::logits;
 };
 
-// Per candidate row, the fused head writes this many fp32 values: max logit, argmax (as
-// float-exact integer), log-sum-exp, sum p*logit (entropy), second max, its argmax.
-inline constexpr int64_t kHeadStatsCols = 6;
+// Per candidate row, the fused head writes this many fp32 values (core/head_sampling.h lists
+// them: chosen token and its logit, max and argmax, log-sum-exp, sum p*logit, runner-up).
+inline constexpr int64_t kHeadStatsCols = kHeadStatCount;
 
 }  // namespace mosaic

@@ -248,6 +248,41 @@ class CliErrors(unittest.TestCase):
         self.assertEqual(report["l_max"] % 1024, 0)
         self.assertLessEqual(report["at_l_max"]["total_bytes"], 128 * 2**20)
 
+    # --- mosaic generate -------------------------------------------------------------------
+    def test_generate_bad_input(self):
+        self.make()
+        gen = ["generate", "--model", self.model]
+        self.assert_error(gen + ["--prompt", "hello"], "no tokenizer.json in the model folder")
+        self.assert_error(gen + ["--ids", "1,2", "--gen-length", "16", "--block-length", "5"],
+                          "gen_length 16 is not a multiple of block_length 5")
+        self.assert_error(gen + ["--ids", "1,2", "--gen-length", "16", "--block-length", "32"],
+                          "block_length 32 must be between 1 and gen_length 16")
+        self.assert_error(gen + ["--ids", "1,2", "--gen-length", "16", "--block-length", "4", "--steps", "6"],
+                          "steps 6 is not divisible by the number of blocks 4")
+        self.assert_error(gen + ["--ids", "1,2", "--alg", "entropy"], "apply to Dream models, not LLaDA")
+        self.assert_error(gen + ["--ids", "1,2", "--temperature", "-1"], "temperature must be")
+        self.assert_error(gen + ["--ids", "1,9999"], "prompt token id 9999 is outside the vocabulary")
+        self.assert_error(gen + ["--ids", ",".join(["3"] * 4090), "--gen-length", "16"],
+                          "exceeds the model's context of 4096 tokens")
+        self.assert_error(gen + ["--ids", "1,2", "--threshold", "0.5", "--factor", "1"],
+                          "either threshold or factor")
+        self.assert_error(gen + ["--ids", "1,2", "--remasking", "sometimes"], code=2)
+
+    def test_generate_runs_and_is_reproducible(self):
+        self.make()
+        args = ["generate", "--model", self.model, "--ids", "5,6,7", "--ids", "8", "--gen-length", "8",
+                "--steps", "4", "--temperature", "0.8", "--seed", "11", "--json"]
+        status, out, err = run(*args)
+        self.assertEqual(status, 0, err)
+        first = json.loads(out)["results"]
+        self.assertEqual(len(first), 2)
+        self.assertEqual(len(first[0]["output_ids"]), 8)
+        self.assertNotIn(1000, first[0]["output_ids"])  # nothing left masked
+        self.assertEqual(sum(first[1]["tokens_per_step"]), 8)
+        status, out, _ = run(*args)
+        self.assertEqual([r["output_ids"] for r in json.loads(out)["results"]],
+                         [r["output_ids"] for r in first])
+
     def test_good_run_succeeds(self):
         self.make()
         status, out, err = run("forward", "--model", self.model, "--ids", "5,1000,1000", "--json")

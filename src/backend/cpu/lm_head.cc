@@ -6,57 +6,82 @@
 #include <vector>
 
 #include "backend/cpu/gemm.h"
+#include "core/philox.h"
 
 namespace mosaic::cpu {
 namespace {
 
-// Running statistics of one row; sums in double, rescaled when the maximum moves
-// (the online softmax of Milakov & Gimelshein).
-struct RowStats {
-  float max = -std::numeric_limits<float>::infinity();
-  int64_t argmax = -1;
-  float second = -std::numeric_limits<float>::infinity();
-  int64_t second_id = -1;
-  double sum_exp = 0;         // sum exp(l - max)
-  double sum_exp_logit = 0;   // sum exp(l - max) * l
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
-  void fold(const float* logits, int64_t first_id, int64_t count) {
-    float tile_max = -std::numeric_limits<float>::infinity();
-    for (int64_t i = 0; i < count; ++i) tile_max = std::max(tile_max, logits[i]);
-    if (tile_max > max) {
-      const double scale = std::exp(double(max) - double(tile_max));  // 0 on the first tile
-      sum_exp *= scale;
-      sum_exp_logit *= scale;
-    }
-    const float reference = std::max(max, tile_max);
+// Running state of one row; sums in double, rescaled when the maximum moves (online softmax).
+struct RowState {
+  // choice
+  double best_score = kNegInf;
+  int64_t chosen = -1;
+  float chosen_logit = 0;
+  // statistics over s = l * stats_scale
+  double max = kNegInf;
+  int64_t argmax = -1;
+  double second = kNegInf;
+  int64_t second_id = -1;
+  double sum_exp = 0;        // sum exp(s - max)
+  double sum_exp_s = 0;      // sum exp(s - max) * s
+
+  void fold(const float* logits, int64_t first_id, int64_t count, const HeadRowSampling& how) {
+    const bool noisy = how.choice_inv_temperature > 0;
     for (int64_t i = 0; i < count; ++i) {
-      const float l = logits[i];
-      const double e = std::exp(double(l) - double(reference));
-      sum_exp += e;
-      sum_exp_logit += e * double(l);
       const int64_t id = first_id + i;
-      if (l > max) {  // strictly greater: earlier ids win ties
+      const float l = logits[i];
+      if (!how.choice_banned(id)) {
+        const double score =
+            noisy ? double(l) * how.choice_inv_temperature +
+                        rng_gumbel(how.seed, RngStream::gumbel_token, static_cast<uint32_t>(id),
+                                   how.position, how.step)
+                  : double(l);
+        if (score > best_score) best_score = score, chosen = id, chosen_logit = l;
+      }
+      if (how.stats_banned(id)) continue;
+      const double s = double(l) * how.stats_scale;
+      if (s > max) {
+        const double scale = std::exp(max - s);  // 0 while max is -inf
+        sum_exp = sum_exp * scale + 1.0;
+        sum_exp_s = sum_exp_s * scale + s;
         second = max, second_id = argmax;
-        max = l, argmax = id;
-      } else if (l > second) {
-        second = l, second_id = id;
+        max = s, argmax = id;
+      } else {
+        const double e = std::exp(s - max);
+        sum_exp += e;
+        sum_exp_s += e * s;
+        if (s > second) second = s, second_id = id;
       }
     }
+  }
+
+  void write(float* out, const HeadRowSampling& how) const {
+    out[0] = static_cast<float>(chosen);
+    out[1] = static_cast<float>(double(chosen_logit) * how.stats_scale);
+    out[2] = static_cast<float>(max);
+    out[3] = static_cast<float>(argmax);
+    out[4] = static_cast<float>(max + std::log(sum_exp));
+    out[5] = static_cast<float>(sum_exp_s / sum_exp);
+    out[6] = static_cast<float>(second);
+    out[7] = static_cast<float>(second_id);
   }
 };
 
 }  // namespace
 
-void lm_head_stats(int64_t rows, int64_t hidden, const float* h, int64_t h_stride,
-                   const void* weight, DType weight_dtype, int64_t vocab, float* stats,
-                   int64_t stats_stride) {
+void lm_head_sample(int64_t rows, int64_t hidden, const float* h, int64_t h_stride,
+                    const void* weight, DType weight_dtype, int64_t vocab,
+                    const HeadRowSampling* sampling, float* out, int64_t out_stride) {
   constexpr int64_t kRowBlock = 128;  // bounds the tile scratch to 1 MiB
   const int64_t tile = std::min(kLmHeadVocabTile, vocab);
   std::vector<float> scratch(static_cast<size_t>(std::min(rows, kRowBlock) * tile));
   const size_t weight_row_bytes = static_cast<size_t>(hidden) * dtype_size(weight_dtype);
+  const HeadRowSampling greedy;
   for (int64_t r0 = 0; r0 < rows; r0 += kRowBlock) {
     const int64_t block = std::min(kRowBlock, rows - r0);
-    std::vector<RowStats> running(static_cast<size_t>(block));
+    std::vector<RowState> running(static_cast<size_t>(block));
     for (int64_t v0 = 0; v0 < vocab; v0 += kLmHeadVocabTile) {
       const int64_t width = std::min(kLmHeadVocabTile, vocab - v0);
       GemmArgs args;
@@ -67,18 +92,11 @@ void lm_head_stats(int64_t rows, int64_t hidden, const float* h, int64_t h_strid
       args.c = scratch.data(), args.ldc = width;
       gemm_nt(args);
 #pragma omp parallel for schedule(static)
-      for (int64_t r = 0; r < block; ++r) running[r].fold(scratch.data() + r * width, v0, width);
+      for (int64_t r = 0; r < block; ++r)
+        running[r].fold(scratch.data() + r * width, v0, width, sampling ? sampling[r0 + r] : greedy);
     }
-    for (int64_t r = 0; r < block; ++r) {
-      const RowStats& s = running[r];
-      float* out = stats + (r0 + r) * stats_stride;
-      out[0] = s.max;
-      out[1] = static_cast<float>(s.argmax);
-      out[2] = static_cast<float>(double(s.max) + std::log(s.sum_exp));
-      out[3] = static_cast<float>(s.sum_exp_logit / s.sum_exp);
-      out[4] = s.second;
-      out[5] = static_cast<float>(s.second_id);
-    }
+    for (int64_t r = 0; r < block; ++r)
+      running[r].write(out + (r0 + r) * out_stride, sampling ? sampling[r0 + r] : greedy);
   }
 }
 

@@ -1,0 +1,181 @@
+// mosaic generate: text (or token ids) in, text out, with the reference generation algorithms.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <sstream>
+
+#include "cli/byte_size.h"
+#include "cli/commands.h"
+#include "cli/list_parse.h"
+#include "cli/progress.h"
+#include "core/error.h"
+#include "mosaic/engine.h"
+
+namespace mosaic::cli {
+namespace {
+
+struct GenerateCliOptions {
+  std::string model;
+  std::vector<std::string> prompts, ids;
+  std::string prompt_file, budget, remasking = "low_confidence", alg = "origin";
+  bool chat = false, json = false, visual = false, quiet = false, allow_long_context = false;
+  GenerationOptions gen;
+  double alg_temp = -1, top_p = -1, threshold = -1, factor = -1;
+  int64_t top_k = -1;
+};
+
+std::string read_all(std::istream& in) {
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+std::vector<GenerateRequest> build_requests(const GenerateCliOptions& o) {
+  std::vector<GenerateRequest> requests;
+  for (const std::string& text : o.prompts) requests.push_back({text, o.chat, {}});
+  for (const std::string& list : o.ids) requests.push_back({"", false, parse_int_list(list, "--ids")});
+  if (!o.prompt_file.empty()) {
+    std::ifstream file(o.prompt_file);
+    if (!file) fail("--prompt-file: cannot open '{}'", o.prompt_file);
+    requests.push_back({read_all(file), o.chat, {}});
+  }
+  if (requests.empty()) {
+    if (isatty(fileno(stdin))) fail("no prompt: give --prompt TEXT, --prompt-file FILE, --ids, or pipe text to stdin");
+    requests.push_back({read_all(std::cin), o.chat, {}});
+  }
+  for (size_t r = 0; r < requests.size(); ++r)
+    if (requests[r].prompt_ids.empty() && requests[r].prompt.empty()) fail("prompt {} is empty", r);
+  return requests;
+}
+
+// Mask positions drawn as a shaded block, the rest as decoded text (or ids without tokenizer).
+std::string render_canvas(const Engine& engine, std::span<const int32_t> output) {
+  const int64_t mask = engine.info().mask_token_id;
+  std::string line;
+  for (const int32_t id : output) {
+    if (id == mask) line += "\u2591";
+    else if (engine.has_tokenizer()) line += engine.decode(std::span(&id, 1));
+    else line += fmt::format("{} ", id);
+  }
+  for (char& c : line) if (c == '\n') c = ' ';
+  return line;
+}
+
+int run_generate(GenerateCliOptions& o) {
+  EngineOptions engine_options;
+  if (!o.budget.empty()) engine_options.budget = parse_byte_size(o.budget, "--budget");
+  const auto engine = Engine::open(o.model, engine_options);
+  GenerationOptions& gen = o.gen;
+  const auto remasking = o.remasking == "random" ? Remasking::random : Remasking::low_confidence;
+  gen.remasking = remasking;
+  if (o.alg == "maskgit_plus") gen.alg = DreamAlg::maskgit_plus;
+  else if (o.alg == "topk_margin") gen.alg = DreamAlg::topk_margin;
+  else if (o.alg == "entropy") gen.alg = DreamAlg::entropy;
+  if (o.alg_temp >= 0) gen.alg_temp = o.alg_temp;
+  if (o.top_p >= 0) gen.top_p = o.top_p;
+  if (o.top_k >= 0) gen.top_k = o.top_k;
+  if (o.threshold >= 0) gen.threshold = o.threshold;
+  if (o.factor >= 0) gen.factor = o.factor;
+
+  const std::vector<GenerateRequest> requests = build_requests(o);
+  const ModelInfo& info = engine->info();
+  for (size_t r = 0; r < requests.size(); ++r) {
+    const int64_t prompt = requests[r].prompt_ids.empty()
+                               ? static_cast<int64_t>(engine->encode(requests[r].prompt, requests[r].chat).size())
+                               : static_cast<int64_t>(requests[r].prompt_ids.size());
+    if (info.max_position > 0 && prompt + gen.gen_length > info.max_position && !o.allow_long_context)
+      fail("prompt {} ({} tokens) + --gen-length {} = {} exceeds the model's context of {} tokens; "
+           "shorten them or pass --allow-long-context",
+           r, prompt, gen.gen_length, prompt + gen.gen_length, info.max_position);
+  }
+
+  const bool terminal = isatty(fileno(stderr));
+  Progress progress(!o.quiet && !o.json && !o.visual, terminal);
+  int64_t committed_total = 0, previous_lines = 0;
+  const auto on_step = [&](const GenerateEvent& event) {
+    committed_total += static_cast<int64_t>(event.committed.size());
+    if (o.visual) {
+      const std::string line = fmt::format("[req {} step {:>4}] {}", event.request, event.step,
+                                           render_canvas(*engine, event.output_ids));
+      if (terminal && requests.size() == 1) {
+        if (previous_lines > 0) fmt::print(stderr, "\r\x1b[2K");
+        fmt::print(stderr, "{}", line.substr(0, 4000));
+        previous_lines = 1;
+      } else {
+        fmt::print(stderr, "{}\n", line);
+      }
+    }
+    progress.update(event.step, gen.steps, committed_total);
+    return true;
+  };
+  const std::vector<GenerateResult> results = engine->generate(requests, gen, on_step);
+  progress.finish();
+  if (o.visual && terminal && requests.size() == 1) fmt::print(stderr, "\n");
+
+  if (o.json) {
+    nlohmann::ordered_json report;
+    report["model"] = {{"path", o.model}, {"family", info.family}};
+    for (const GenerateResult& r : results)
+      report["results"].push_back({{"prompt_ids", r.prompt_ids}, {"output_ids", r.output_ids},
+                                   {"text", r.text}, {"steps", r.steps}, {"forwards", r.forwards},
+                                   {"stopped_at_eos", r.stopped_at_eos},
+                                   {"tokens_per_step", r.tokens_per_step}, {"seconds", r.seconds}});
+    std::puts(report.dump(2).c_str());
+    return 0;
+  }
+  for (size_t r = 0; r < results.size(); ++r) {
+    if (results.size() > 1) fmt::print("=== {}\n", r);
+    if (engine->has_tokenizer()) fmt::print("{}\n", results[r].text);
+    else fmt::print("{}\n", fmt::join(results[r].output_ids, ","));
+  }
+  if (!o.quiet)
+    fmt::print(stderr, "{} request{}, {} steps ({} forwards) in {:.2f} s\n", results.size(),
+               results.size() == 1 ? "" : "s", results.front().steps, results.front().forwards,
+               results.front().seconds);
+  return 0;
+}
+
+}  // namespace
+
+Action register_generate(CLI::App& app) {
+  auto o = std::make_shared<GenerateCliOptions>();
+  GenerationOptions& g = o->gen;
+  CLI::App* c = app.add_subcommand("generate", "Generate text with a masked diffusion model");
+  c->add_option("--model", o->model, "Hugging Face model folder")->required();
+  c->add_option("--prompt", o->prompts, "Prompt text (repeat for a batch); default: stdin");
+  c->add_option("--prompt-file", o->prompt_file, "Read the prompt from a file");
+  c->add_option("--ids", o->ids, "Prompt as token ids, e.g. 1,2,3 (repeat for a batch)");
+  c->add_flag("--chat", o->chat, "Wrap the prompt in the model's chat format");
+  c->add_option("--gen-length", g.gen_length, "Tokens to generate")->default_val(128);
+  c->add_option("--steps", g.steps, "Denoising steps")->default_val(128);
+  c->add_option("--block-length", g.block_length, "LLaDA: semi-autoregressive block (default: gen-length)");
+  c->add_option("--temperature", g.temperature, "Sampling temperature (0: greedy)")->default_val(0.0);
+  c->add_option("--seed", g.seed, "Random seed")->default_val(0);
+  c->add_option("--remasking", o->remasking, "LLaDA: low_confidence | random")
+      ->check(CLI::IsMember({"low_confidence", "random"}));
+  c->add_option("--cfg-scale", g.cfg_scale, "LLaDA: classifier-free guidance scale");
+  c->add_flag("--logits-eos-inf", g.logits_eos_inf, "LLaDA: never generate EOS");
+  c->add_flag("--confidence-eos-eot-inf", g.confidence_eos_eot_inf, "LLaDA: the reference's EoT/EOS confidence rule");
+  c->add_option("--alg", o->alg, "Dream: origin | maskgit_plus | topk_margin | entropy")
+      ->check(CLI::IsMember({"origin", "maskgit_plus", "topk_margin", "entropy"}));
+  c->add_option("--alg-temp", o->alg_temp, "Dream: randomness in choosing positions");
+  c->add_option("--top-p", o->top_p, "Dream: nucleus sampling mass");
+  c->add_option("--top-k", o->top_k, "Dream: sample among the k most likely tokens");
+  c->add_option("--eps", g.eps, "Dream: final timestep")->default_val(1e-3);
+  c->add_option("--threshold", o->threshold, "Fast-dLLM: unmask every position this confident");
+  c->add_option("--factor", o->factor, "Fast-dLLM: the factor rule");
+  c->add_flag("--stop-at-eos", g.stop_at_eos, "Stop once the answer has ended");
+  c->add_option("--eot-id", g.eot_id, "End-of-turn token id (default: from the tokenizer)");
+  c->add_option("--budget", o->budget, "Memory for weights + activations, e.g. 8GiB");
+  c->add_flag("--allow-long-context", o->allow_long_context, "Run beyond the model's trained context");
+  c->add_flag("--visual", o->visual, "Show the canvas as masks resolve (stderr)");
+  c->add_flag("--json", o->json, "Print JSON");
+  c->add_flag("--quiet", o->quiet, "No progress output");
+  return [o] { return run_generate(*o); };
+}
+
+}  // namespace mosaic::cli

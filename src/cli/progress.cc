@@ -1,0 +1,39 @@
+#include "cli/progress.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+
+namespace mosaic::cli {
+
+Progress::Progress(bool enabled, bool terminal)
+    : enabled_(enabled), terminal_(terminal), start_(std::chrono::steady_clock::now()), last_draw_(start_) {}
+
+void Progress::update(int64_t step, int64_t total, int64_t tokens) {
+  if (!enabled_) return;
+  const auto now = std::chrono::steady_clock::now();
+  const double seconds = std::chrono::duration<double>(now - start_).count();
+  const int64_t shown_total = std::max(total, step);
+  const double fraction = shown_total > 0 ? double(step) / double(shown_total) : 1.0;
+  if (terminal_) {
+    if (now - last_draw_ < std::chrono::milliseconds(100) && step < shown_total) return;
+    last_draw_ = now;
+    const int width = 30, filled = static_cast<int>(fraction * width);
+    fmt::print(stderr, "\r[{}{}] step {}/{}  {:.1f} steps/s  {} tokens", std::string(filled, '#'),
+               std::string(width - filled, '.'), step, shown_total, seconds > 0 ? step / seconds : 0.0, tokens);
+    drawn_ = true;
+    return;
+  }
+  const int64_t decile = static_cast<int64_t>(fraction * 10);
+  if (decile == last_decile_) return;
+  last_decile_ = decile;
+  fmt::print(stderr, "step {}/{}  {:.1f} steps/s  {} tokens\n", step, shown_total,
+             seconds > 0 ? step / seconds : 0.0, tokens);
+}
+
+void Progress::finish() {
+  if (enabled_ && terminal_ && drawn_) fmt::print(stderr, "\n");
+}
+
+}  // namespace mosaic::cli

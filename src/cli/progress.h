@@ -1,0 +1,22 @@
+// A one-line progress display on stderr for long runs: steps done, steps per second, tokens
+// committed. Redrawn in place on a terminal; a line every ten percent otherwise.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+namespace mosaic::cli {
+
+class Progress {
+ public:
+  Progress(bool enabled, bool terminal);
+  void update(int64_t step, int64_t total, int64_t tokens);
+  void finish();
+
+ private:
+  bool enabled_, terminal_, drawn_ = false;
+  int64_t last_decile_ = -1;
+  std::chrono::steady_clock::time_point start_, last_draw_;
+};
+
+}  // namespace mosaic::cli

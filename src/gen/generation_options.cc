@@ -1,0 +1,79 @@
+#include "gen/generation_options.h"
+
+#include <cmath>
+
+#include "core/error.h"
+
+namespace mosaic {
+
+std::string_view remasking_name(Remasking remasking) {
+  return remasking == Remasking::low_confidence ? "low_confidence" : "random";
+}
+
+std::string_view dream_alg_name(DreamAlg alg) {
+  switch (alg) {
+    case DreamAlg::origin: return "origin";
+    case DreamAlg::maskgit_plus: return "maskgit_plus";
+    case DreamAlg::topk_margin: return "topk_margin";
+    case DreamAlg::entropy: return "entropy";
+  }
+  return "?";
+}
+
+std::optional<Remasking> parse_remasking(std::string_view name) {
+  if (name == "low_confidence") return Remasking::low_confidence;
+  if (name == "random") return Remasking::random;
+  return std::nullopt;
+}
+
+std::optional<DreamAlg> parse_dream_alg(std::string_view name) {
+  for (DreamAlg alg : {DreamAlg::origin, DreamAlg::maskgit_plus, DreamAlg::topk_margin, DreamAlg::entropy})
+    if (dream_alg_name(alg) == name) return alg;
+  return std::nullopt;
+}
+
+void validate_generation_options(const ModelConfig& config, GenerationOptions& o) {
+  if (o.gen_length < 1) fail("gen_length must be at least 1, got {}", o.gen_length);
+  if (o.steps < 1) fail("steps must be at least 1, got {}", o.steps);
+  if (!(o.temperature >= 0) || !std::isfinite(o.temperature))
+    fail("temperature must be a finite number >= 0, got {}", o.temperature);
+  if (o.threshold && o.factor) fail("give either threshold or factor, not both");
+  if (o.threshold && !(*o.threshold >= 0 && *o.threshold <= 1))
+    fail("threshold must be in [0, 1], got {}", *o.threshold);
+  if (o.factor && !(*o.factor > 0)) fail("factor must be > 0, got {}", *o.factor);
+  if (o.eos_id < 0) o.eos_id = config.eos_token_id;
+  if (o.eot_id >= config.vocab) fail("eot id {} is outside the vocabulary of {} tokens", o.eot_id, config.vocab);
+
+  if (config.family == Family::dream) {
+    if (o.cfg_scale != 0) fail("cfg_scale applies to LLaDA models, not Dream");
+    if (o.remasking != Remasking::low_confidence) fail("remasking applies to LLaDA models, not Dream (use alg)");
+    if (o.logits_eos_inf || o.confidence_eos_eot_inf)
+      fail("logits_eos_inf / confidence_eos_eot_inf apply to LLaDA models, not Dream");
+    if (o.block_length != 0 && o.block_length != o.gen_length)
+      fail("block_length applies to LLaDA models; Dream decodes the whole canvas");
+    o.block_length = o.gen_length;
+    if (!(o.eps > 0 && o.eps < 1)) fail("eps must be in (0, 1), got {}", o.eps);
+    if (o.top_p && !(*o.top_p > 0 && *o.top_p <= 1)) fail("top_p must be in (0, 1], got {}", *o.top_p);
+    if (o.top_k && *o.top_k < 1) fail("top_k must be at least 1, got {}", *o.top_k);
+    if (o.alg_temp && !(*o.alg_temp >= 0)) fail("alg_temp must be >= 0, got {}", *o.alg_temp);
+    if ((o.threshold || o.factor) && o.alg == DreamAlg::origin)
+      o.alg = DreamAlg::maskgit_plus;  // the rules rank by the chosen token's probability
+    return;
+  }
+  // LLaDA (and LLaDA-MoE once supported).
+  if (o.alg != DreamAlg::origin || o.alg_temp || o.top_p || o.top_k || o.eps != 1e-3)
+    fail("alg, alg_temp, top_p, top_k and eps apply to Dream models, not LLaDA");
+  if (o.block_length == 0) o.block_length = o.gen_length;
+  if (o.block_length < 1 || o.block_length > o.gen_length)
+    fail("block_length {} must be between 1 and gen_length {}", o.block_length, o.gen_length);
+  if (o.gen_length % o.block_length != 0)
+    fail("gen_length {} is not a multiple of block_length {}", o.gen_length, o.block_length);
+  const int64_t blocks = o.gen_length / o.block_length;
+  if (!o.threshold && !o.factor && o.steps % blocks != 0)
+    fail("steps {} is not divisible by the number of blocks {} (gen_length / block_length)", o.steps, blocks);
+  if (!(o.cfg_scale >= 0) || !std::isfinite(o.cfg_scale)) fail("cfg_scale must be >= 0, got {}", o.cfg_scale);
+  if (o.remasking == Remasking::random && (o.threshold || o.factor))
+    fail("threshold / factor decoding ranks by confidence; it cannot use remasking=random");
+}
+
+}  // namespace mosaic

@@ -1,0 +1,185 @@
+#include "gen/sequence_decoder.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "core/philox.h"
+#include "gen/dream_schedule.h"
+#include "gen/position_select.h"
+
+namespace mosaic {
+
+SequenceDecoder::SequenceDecoder(const ModelConfig& config, std::vector<int32_t> prompt,
+                                 GenerationOptions options)
+    : config_(config), options_(std::move(options)), canvas_(std::move(prompt)) {
+  prompt_length_ = static_cast<int64_t>(canvas_.size());
+  mask_ = static_cast<int32_t>(config.mask_token_id);
+  canvas_.resize(static_cast<size_t>(prompt_length_ + options_.gen_length), mask_);
+  if (config.family == Family::dream) {
+    timesteps_ = dream_timesteps(options_.steps, options_.eps);
+  } else {
+    steps_per_block_ = options_.steps / (options_.gen_length / options_.block_length);
+  }
+}
+
+int64_t SequenceDecoder::masked() const {
+  return std::count(canvas_.begin() + prompt_length_, canvas_.end(), mask_);
+}
+
+std::vector<int32_t> SequenceDecoder::masked_in(int64_t begin, int64_t end) const {
+  std::vector<int32_t> positions;
+  for (int64_t p = begin; p < end; ++p)
+    if (canvas_[p] == mask_) positions.push_back(static_cast<int32_t>(p));
+  return positions;
+}
+
+ConfidenceKind SequenceDecoder::confidence_kind() const {
+  if (config_.family != Family::dream || decoding_by_rule()) return ConfidenceKind::chosen_probability;
+  switch (options_.alg) {
+    case DreamAlg::topk_margin: return ConfidenceKind::top2_margin;
+    case DreamAlg::entropy: return ConfidenceKind::negative_entropy;
+    default: return options_.temperature > 0 ? ConfidenceKind::chosen_probability : ConfidenceKind::top_probability;
+  }
+}
+
+HeadRowSampling SequenceDecoder::sampling_for(int32_t position) const {
+  HeadRowSampling how;
+  how.seed = options_.seed;
+  how.step = static_cast<uint32_t>(step_);
+  how.position = static_cast<uint32_t>(position);
+  const double T = options_.temperature;
+  if (T > 0) how.choice_inv_temperature = 1.0 / T;
+  if (config_.family == Family::dream) {
+    if (T > 0) how.stats_scale = 1.0 / T;  // Dream's probabilities are of logits / T
+    return how;
+  }
+  // LLaDA: confidences are softmax of the raw logits; the EOS/EoT options shape both lists.
+  int bans = 0;
+  if (options_.logits_eos_inf) how.choice_bans[0] = how.stats_bans[bans++] = static_cast<int32_t>(options_.eos_id);
+  if (options_.confidence_eos_eot_inf) {
+    if (options_.eot_id >= 0) how.stats_bans[bans++] = static_cast<int32_t>(options_.eot_id);
+    if (T == 0 && !options_.logits_eos_inf && bans < 2) how.stats_bans[bans++] = static_cast<int32_t>(options_.eos_id);
+  }
+  return how;
+}
+
+const DecoderStep& SequenceDecoder::prepare() {
+  MOSAIC_ASSERT(!finished_, "prepare() on a finished sequence");
+  next_ = DecoderStep{};
+  quota_ = -1;
+  if (config_.family == Family::dream) prepare_dream();
+  else prepare_llada();
+  for (const int32_t position : next_.candidates) next_.sampling.push_back(sampling_for(position));
+  if (config_.family == Family::dream && (options_.top_p || options_.top_k)) {
+    next_.needs_logits = true;
+    next_.filter = {options_.top_p, options_.top_k};
+  }
+  if (options_.cfg_scale > 0 && !next_.candidates.empty()) {
+    next_.needs_logits = true;
+    next_.unconditional_canvas = canvas_;
+    std::fill(next_.unconditional_canvas.begin(), next_.unconditional_canvas.begin() + prompt_length_, mask_);
+  }
+  return next_;
+}
+
+void SequenceDecoder::prepare_llada() {
+  const int64_t begin = prompt_length_ + block_ * options_.block_length;
+  const std::vector<int32_t> masked = masked_in(begin, begin + options_.block_length);
+  if (step_in_block_ == 0) block_masked_at_start_ = static_cast<int64_t>(masked.size());
+  if (decoding_by_rule()) {
+    next_.candidates = masked;
+    return;
+  }
+  quota_ = llada_quota(block_masked_at_start_, steps_per_block_, step_in_block_);
+  if (options_.remasking == Remasking::low_confidence) {
+    next_.candidates = quota_ > 0 ? masked : std::vector<int32_t>{};
+    return;
+  }
+  // remasking="random": confidences are drawn before the forward, so only the winners are
+  // candidates.
+  std::vector<RankedPosition> ranked;
+  for (const int32_t p : masked)
+    ranked.push_back({p, rng_uniform(options_.seed, RngStream::random_confidence, 0, uint32_t(p), uint32_t(step_))});
+  for (const size_t index : top_k_positions(ranked, quota_)) next_.candidates.push_back(ranked[index].position);
+  std::sort(next_.candidates.begin(), next_.candidates.end());
+  quota_ = -1;  // every candidate is unmasked
+}
+
+void SequenceDecoder::prepare_dream() {
+  const std::vector<int32_t> masked = masked_in(prompt_length_, static_cast<int64_t>(canvas_.size()));
+  if (decoding_by_rule()) {
+    next_.candidates = masked;
+    return;
+  }
+  if (options_.alg == DreamAlg::origin) {
+    const float p = dream_transfer_probability(timesteps_, step_);
+    for (const int32_t q : masked)
+      if (rng_uniform(options_.seed, RngStream::transfer, 0, uint32_t(q), uint32_t(step_)) < p)
+        next_.candidates.push_back(q);
+    return;  // every candidate is unmasked
+  }
+  quota_ = dream_transfer_count(static_cast<int64_t>(masked.size()), timesteps_, step_);
+  if (quota_ > 0) next_.candidates = masked;
+}
+
+void SequenceDecoder::commit(const float* stats) {
+  committed_.clear();
+  const std::vector<int32_t>& candidates = next_.candidates;
+  if (!candidates.empty()) {
+    MOSAIC_ASSERT(stats != nullptr, "a step with candidates needs the head's output");
+    ++forwards_;
+    const ConfidenceKind kind = confidence_kind();
+    std::vector<TokenChoice> choices;
+    std::vector<RankedPosition> ranked;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      choices.push_back(choice_from_head(stats + i * kHeadStatCount, next_.sampling[i], kind));
+      double score = choices.back().confidence;
+      if (config_.family == Family::dream && options_.alg_temp && *options_.alg_temp > 0 && !decoding_by_rule())
+        score = score / *options_.alg_temp +
+                rng_gumbel(options_.seed, RngStream::position_gumbel, 0, uint32_t(candidates[i]), uint32_t(step_));
+      ranked.push_back({candidates[i], score});
+    }
+    std::vector<size_t> chosen;
+    if (options_.threshold) chosen = threshold_positions(ranked, *options_.threshold);
+    else if (options_.factor) chosen = factor_positions(ranked, *options_.factor);
+    else if (quota_ >= 0) chosen = top_k_positions(ranked, quota_);
+    else for (size_t i = 0; i < candidates.size(); ++i) chosen.push_back(i);
+    for (const size_t i : chosen) {
+      canvas_[candidates[i]] = choices[i].token;
+      committed_.push_back(candidates[i]);
+    }
+    std::sort(committed_.begin(), committed_.end());
+  }
+  ++step_;
+
+  // Advance the schedule.
+  if (config_.family == Family::dream) {
+    const bool all_done = masked() == 0;
+    finished_ = all_done || (!decoding_by_rule() && step_ >= options_.steps);
+  } else {
+    const int64_t begin = prompt_length_ + block_ * options_.block_length;
+    const bool block_done = masked_in(begin, begin + options_.block_length).empty();
+    ++step_in_block_;
+    if (decoding_by_rule() ? block_done : step_in_block_ >= steps_per_block_) {
+      ++block_;
+      step_in_block_ = 0;
+    }
+    finished_ = block_ >= options_.gen_length / options_.block_length;
+  }
+  if (options_.stop_at_eos && !finished_) check_eos();
+}
+
+void SequenceDecoder::check_eos() {
+  for (int64_t p = prompt_length_; p < static_cast<int64_t>(canvas_.size()); ++p) {
+    const int32_t token = canvas_[p];
+    if (token == mask_) return;  // something before any end token is still open
+    if (token == options_.eos_id || (options_.eot_id >= 0 && token == options_.eot_id)) {
+      for (int64_t rest = p + 1; rest < static_cast<int64_t>(canvas_.size()); ++rest)
+        if (canvas_[rest] == mask_) canvas_[rest] = static_cast<int32_t>(options_.eos_id);
+      finished_ = stopped_at_eos_ = true;
+      return;
+    }
+  }
+}
+
+}  // namespace mosaic

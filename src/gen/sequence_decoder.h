@@ -1,0 +1,75 @@
+// One request's denoising state machine: its canvas, where it is in its schedule, which
+// positions the next step must predict and how, and what it unmasks once the predictions come
+// back (docs/design/sampling.md). It runs no model: the generation loop batches the steps of
+// many decoders into one forward.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/head_sampling.h"
+#include "gen/confidence.h"
+#include "gen/generation_options.h"
+#include "gen/host_sampler.h"
+#include "model/config.h"
+
+namespace mosaic {
+
+struct DecoderStep {
+  std::vector<int32_t> candidates;            // canvas positions to predict; empty: no forward
+  std::vector<HeadRowSampling> sampling;      // one per candidate
+  bool needs_logits = false;                  // top-p / top-k filter or CFG
+  RowFilter filter;
+  std::vector<int32_t> unconditional_canvas;  // CFG: the canvas with the prompt masked
+};
+
+class SequenceDecoder {
+ public:
+  // `options` must have passed validate_generation_options for `config`.
+  SequenceDecoder(const ModelConfig& config, std::vector<int32_t> prompt, GenerationOptions options);
+
+  bool finished() const { return finished_; }
+  const std::vector<int32_t>& canvas() const { return canvas_; }
+  int64_t prompt_length() const { return prompt_length_; }
+  int64_t steps_taken() const { return step_; }
+  int64_t forwards() const { return forwards_; }
+  int64_t masked() const;
+  bool stopped_at_eos() const { return stopped_at_eos_; }
+  const std::vector<int32_t>& last_committed() const { return committed_; }
+
+  // What the next step needs. Call once per step, then commit().
+  const DecoderStep& prepare();
+  const DecoderStep& prepared() const { return next_; }
+  double cfg_scale() const { return options_.cfg_scale; }
+  // `stats`: [candidates, kHeadStatCount] from the fused head or the host sampler; null when
+  // the step had no candidates.
+  void commit(const float* stats);
+
+ private:
+  void prepare_llada();
+  void prepare_dream();
+  std::vector<int32_t> masked_in(int64_t begin, int64_t end) const;
+  HeadRowSampling sampling_for(int32_t position) const;
+  ConfidenceKind confidence_kind() const;
+  void check_eos();
+  bool decoding_by_rule() const { return options_.threshold.has_value() || options_.factor.has_value(); }
+
+  const ModelConfig& config_;
+  GenerationOptions options_;
+  std::vector<int32_t> canvas_;
+  int64_t prompt_length_;
+  int32_t mask_;
+  int64_t step_ = 0;      // steps taken (the RNG's step address)
+  int64_t forwards_ = 0;  // steps that ran a forward
+  bool finished_ = false, stopped_at_eos_ = false;
+  // LLaDA blocks
+  int64_t block_ = 0, step_in_block_ = 0, steps_per_block_ = 0, block_masked_at_start_ = 0;
+  // Dream schedule
+  std::vector<float> timesteps_;
+  // the prepared step
+  DecoderStep next_;
+  int64_t quota_ = -1;            // positions to unmask this step (-1: every candidate / by rule)
+  std::vector<int32_t> committed_;
+};
+
+}  // namespace mosaic
