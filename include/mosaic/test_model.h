@@ -19,6 +19,9 @@ struct TestModelRequest {
   bool qkv_bias = false;          // LLaDA include_qkv_bias (Dream always has q/k/v biases)
   std::string dtype = "bf16";     // "bf16" | "fp16" | "fp32"
   int shards = 1;
+  // A tokenizer.json to copy into the folder; the vocabulary grows to cover it and the mask id
+  // becomes its mask token (<|mdm_mask|> or <|mask|>) when it has one.
+  std::filesystem::path tokenizer;
   uint64_t seed = 0;
   std::filesystem::path out;
   std::function<void(uint64_t written, uint64_t total)> progress;

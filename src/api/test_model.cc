@@ -2,6 +2,9 @@
 
 #include "core/error.h"
 #include "model/test_model.h"
+#include "tokenizer/tokenizer.h"
+
+#include <filesystem>
 
 namespace mosaic {
 
@@ -26,6 +29,15 @@ void make_test_model(const TestModelRequest& request) {
       config.eos_token_id = config.pad_token_id = config.vocab - 2;
     }
   }
+  std::optional<Tokenizer> tokenizer;
+  if (!request.tokenizer.empty()) {
+    tokenizer = Tokenizer::load(request.tokenizer);
+    config.vocab = std::max<int64_t>(config.vocab, tokenizer->vocab_size());
+    for (const char* mask : {"<|mdm_mask|>", "<|mask|>"})
+      if (const auto id = tokenizer->token_id(mask)) config.mask_token_id = *id;
+    for (const char* eos : {"<|endoftext|>", "<|end_of_text|>"})
+      if (const auto id = tokenizer->token_id(eos)) config.eos_token_id = config.pad_token_id = *id;
+  }
   if (request.rope_theta) config.rope_theta = *request.rope_theta;
   config.tied_embeddings = request.tied_embeddings;
   if (request.qkv_bias) {
@@ -46,6 +58,12 @@ void make_test_model(const TestModelRequest& request) {
   options.seed = request.seed;
   options.progress = request.progress;
   write_test_model(config, options, request.out);
+  if (tokenizer) {
+    std::error_code error;
+    std::filesystem::copy_file(request.tokenizer, request.out / "tokenizer.json",
+                               std::filesystem::copy_options::overwrite_existing, error);
+    if (error) fail("{}: cannot copy the tokenizer: {}", request.tokenizer.string(), error.message());
+  }
 }
 
 }  // namespace mosaic

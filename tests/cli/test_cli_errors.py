@@ -283,6 +283,24 @@ class CliErrors(unittest.TestCase):
         self.assertEqual([r["output_ids"] for r in json.loads(out)["results"]],
                          [r["output_ids"] for r in first])
 
+    def test_generate_text_with_a_real_tokenizer(self):
+        tokenizer = os.path.join(os.environ.get("MOSAIC_TOKENIZER_DIR", os.path.join(
+            os.path.dirname(__file__), "..", "..", ".cache", "tokenizers")), "qwen3", "tokenizer.json")
+        if not os.path.exists(tokenizer):
+            self.skipTest("no Qwen3 tokenizer.json (tests/tokenizer/fetch_tokenizers.sh fetches it)")
+        code, _, err = run("make-test-model", "--family", "dream", "--layers", "1", "--hidden", "64",
+                           "--heads", "4", "--kv-heads", "1", "--ffn", "96", "--tokenizer", tokenizer,
+                           "--seed", "3", "--quiet", "--out", self.model)
+        self.assertEqual(code, 0, err)
+        status, out, err = run("generate", "--model", self.model, "--prompt", "Hello, Mosaic!", "--chat",
+                               "--gen-length", "8", "--steps", "4", "--alg", "entropy", "--json")
+        self.assertEqual(status, 0, err)
+        result = json.loads(out)["results"][0]
+        # Dream's chat format, tokenised: it starts with <|im_start|> (151644) and no BOS.
+        self.assertEqual(result["prompt_ids"][0], 151644)
+        self.assertEqual(len(result["output_ids"]), 8)
+        self.assertIsInstance(result["text"], str)
+
     def test_good_run_succeeds(self):
         self.make()
         status, out, err = run("forward", "--model", self.model, "--ids", "5,1000,1000", "--json")
