@@ -12,9 +12,6 @@ TokenChoice choice_from_head(const float* s, const HeadRowSampling& how, Confide
     case ConfidenceKind::chosen_probability:
       choice.confidence = how.stats_banned(choice.token) ? 0.0 : std::exp(double(s[kHeadChosenLogit]) - lse);
       break;
-    case ConfidenceKind::top_probability:
-      choice.confidence = std::exp(double(s[kHeadMax]) - lse);
-      break;
     case ConfidenceKind::top2_margin:
       choice.confidence = std::exp(double(s[kHeadMax]) - lse) -
                           (s[kHeadSecondId] < 0 ? 0.0 : std::exp(double(s[kHeadSecond]) - lse));

@@ -10,7 +10,6 @@ namespace mosaic {
 
 enum class ConfidenceKind : uint8_t {
   chosen_probability,  // p(x0) in the stats softmax; 0 when x0 is left out of it (LLaDA, threshold)
-  top_probability,     // the largest probability (Dream maskgit_plus at temperature 0)
   top2_margin,         // p(1st) - p(2nd) (Dream topk_margin)
   negative_entropy,    // sum p ln p (Dream entropy)
 };

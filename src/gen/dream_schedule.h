@@ -7,8 +7,8 @@
 
 namespace mosaic {
 
-// ts[k] for k = 0..steps: step = (eps - 1) / steps; 1 + step * k for k < (steps + 1) / 2,
-// else eps - step * (steps - k); all float32.
+// ts[k] for k = 0..steps: step = (eps - 1) / steps; fma(step, k, 1) for k < (steps + 1) / 2,
+// else fma(-step, steps - k, eps); all float32, fused as PyTorch's CUDA kernel computes them.
 std::vector<float> dream_timesteps(int64_t steps, double eps);
 
 // Positions unmasked at step i of `steps` with `masked` masked positions:

@@ -63,7 +63,7 @@ TEST(HostSampler, TopKAndConfidenceKinds) {
   sample_logits_row(logits, HeadRowSampling{}, {.top_k = 2}, out);
   const double z = std::exp(3.0) + std::exp(2.0);
   const HeadRowSampling how;
-  EXPECT_NEAR(choice_from_head(out, how, ConfidenceKind::top_probability).confidence, std::exp(3.0) / z, 1e-6);
+  EXPECT_NEAR(choice_from_head(out, how, ConfidenceKind::chosen_probability).confidence, std::exp(3.0) / z, 1e-6);
   EXPECT_NEAR(choice_from_head(out, how, ConfidenceKind::top2_margin).confidence,
               (std::exp(3.0) - std::exp(2.0)) / z, 1e-6);
   const double p1 = std::exp(3.0) / z, p2 = std::exp(2.0) / z;

@@ -38,7 +38,7 @@ ConfidenceKind SequenceDecoder::confidence_kind() const {
   switch (options_.alg) {
     case DreamAlg::topk_margin: return ConfidenceKind::top2_margin;
     case DreamAlg::entropy: return ConfidenceKind::negative_entropy;
-    default: return options_.temperature > 0 ? ConfidenceKind::chosen_probability : ConfidenceKind::top_probability;
+    default: return ConfidenceKind::chosen_probability;  // p(x0): the top probability when greedy
   }
 }
 
@@ -49,6 +49,9 @@ HeadRowSampling SequenceDecoder::sampling_for(int32_t position) const {
   how.position = static_cast<uint32_t>(position);
   const double T = options_.temperature;
   if (T > 0) how.choice_inv_temperature = 1.0 / T;
+  // The mask token is never a choice: "unmasking" to it would leave the position masked (and
+  // could keep a threshold decode from ending). Trained checkpoints give it ~0 probability.
+  how.choice_bans[1] = mask_;
   if (config_.family == Family::dream) {
     if (T > 0) how.stats_scale = 1.0 / T;  // Dream's probabilities are of logits / T
     return how;
@@ -154,8 +157,7 @@ void SequenceDecoder::commit(const float* stats) {
 
   // Advance the schedule.
   if (config_.family == Family::dream) {
-    const bool all_done = masked() == 0;
-    finished_ = all_done || (!decoding_by_rule() && step_ >= options_.steps);
+    finished_ = masked() == 0 || step_ >= options_.steps;
   } else {
     const int64_t begin = prompt_length_ + block_ * options_.block_length;
     const bool block_done = masked_in(begin, begin + options_.block_length).empty();
@@ -164,7 +166,8 @@ void SequenceDecoder::commit(const float* stats) {
       ++block_;
       step_in_block_ = 0;
     }
-    finished_ = block_ >= options_.gen_length / options_.block_length;
+    finished_ = block_ >= options_.gen_length / options_.block_length ||
+                (decoding_by_rule() && step_ >= options_.steps);  // rules: steps bounds the total
   }
   if (options_.stop_at_eos && !finished_) check_eos();
 }
