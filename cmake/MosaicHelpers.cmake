@@ -3,8 +3,13 @@
 #
 # PRECOMPILE lists heavy headers (nlohmann/json, CLI11) to precompile for the library; test
 # binaries with three or more sources precompile GoogleTest and GoogleMock.
+# LABEL is the ctest label of the module's tests: "unit" unless given (the CUDA backend's tests
+# say "gpu", so `ctest -L unit` stays runnable on a machine without one).
 function(mosaic_add_module name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;TEST_DEPS;PRECOMPILE" ${ARGN})
+  cmake_parse_arguments(ARG "" "LABEL" "SOURCES;DEPS;TEST_DEPS;PRECOMPILE" ${ARGN})
+  if(NOT ARG_LABEL)
+    set(ARG_LABEL unit)
+  endif()
   set(lib_sources "")
   set(test_sources "")
   foreach(src IN LISTS ARG_SOURCES)
@@ -33,6 +38,6 @@ function(mosaic_add_module name)
     add_dependencies(mosaic_unit_tests mosaic_${name}_test)
     target_link_libraries(mosaic_${name}_test PRIVATE mosaic_${name} ${ARG_TEST_DEPS} GTest::gtest_main GTest::gmock)
     target_compile_definitions(mosaic_${name}_test PRIVATE MOSAIC_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
-    gtest_discover_tests(mosaic_${name}_test DISCOVERY_TIMEOUT 60 PROPERTIES LABELS unit)
+    gtest_discover_tests(mosaic_${name}_test DISCOVERY_TIMEOUT 60 PROPERTIES LABELS ${ARG_LABEL})
   endif()
 endfunction()

@@ -20,6 +20,9 @@ if(NOT MOSAIC_CUDA STREQUAL "OFF" AND NOT MOSAIC_FUZZ)
     if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
       set(CMAKE_CUDA_ARCHITECTURES 90)
     endif()
+    # Shared cudart everywhere: one runtime per process, and the CUDA libraries of the machine
+    # the binary runs on (cuBLASLt links dynamically too).
+    set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
     enable_language(CUDA)
     find_package(CUDAToolkit REQUIRED)
     set(MOSAIC_HAVE_CUDA ON)

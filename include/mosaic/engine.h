@@ -33,6 +33,7 @@ struct ModelInfo {
   int64_t max_position = 0;   // trained context length from config.json (0: unknown)
   uint64_t weight_bytes = 0;
   std::string weight_dtype;   // dtype of the embedding, e.g. "BF16"
+  std::string device;         // "cpu" or "cuda" — where the engine runs
 };
 
 struct SequenceInput {
@@ -49,8 +50,11 @@ struct ForwardOutput {
 };
 
 struct EngineOptions {
-  // All memory the engine may use: weights + activations. Steps that would exceed it are
-  // chunked lazily; a step no chunking fits is an error naming the bytes it needs.
+  // "auto" (the GPU when one is present and Mosaic was built with CUDA), "cpu" or "cuda".
+  std::string device = "auto";
+  int cuda_device = 0;
+  // All memory the engine may use: weights + workspace + activations. Steps that would exceed
+  // it are chunked lazily; a step no chunking fits is an error naming the bytes it needs.
   std::optional<uint64_t> budget;
 };
 

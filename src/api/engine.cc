@@ -6,12 +6,14 @@
 
 #include "core/error.h"
 #include "core/format_bytes.h"
-#include "exec/cpu_executor.h"
 #include "exec/forward_batch.h"
 #include "exec/step_runner.h"
 #include "gen/generator.h"
 #include "model/model_weights.h"
 #include "plan/step_planner.h"
+#ifdef MOSAIC_HAVE_CUDA
+#include "mem/cuda_arena.h"
+#endif
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -21,12 +23,21 @@ struct Engine::Impl {
   std::unique_ptr<Model> model;
   ModelInfo info;
   std::optional<Tokenizer> tokenizer;
-  std::unique_ptr<CpuStepRunner> runner;
-  std::unique_ptr<StepPlanner> planner;   // forward(): materialised logits
-  std::unique_ptr<CpuExecutor> executor;
-  mutable std::mutex mutex;               // one step at a time on the arena
-  CpuArena arena;
+  std::unique_ptr<StepRunner> runner;     // the CPU or CUDA backend's steps
+  mutable std::mutex mutex;               // one generation or forward at a time
 };
+
+namespace {
+
+bool cuda_device_present() {
+#ifdef MOSAIC_HAVE_CUDA
+  return cuda_devices_visible();
+#else
+  return false;
+#endif
+}
+
+}  // namespace
 
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Engine::~Engine() = default;
@@ -48,16 +59,28 @@ std::unique_ptr<Engine> Engine::open(const std::filesystem::path& model_dir, con
   if (std::filesystem::exists(model_dir / "tokenizer.json"))
     impl->tokenizer = Tokenizer::load(model_dir / "tokenizer.json");
 
-  std::optional<uint64_t> activation_budget;
-  if (options.budget) {
-    if (*options.budget <= info.weight_bytes)
-      fail("the weights ({}) alone exceed the budget of {}", format_bytes(info.weight_bytes),
-           format_bytes(*options.budget));
-    activation_budget = *options.budget - info.weight_bytes;
+  if (options.device != "auto" && options.device != "cpu" && options.device != "cuda")
+    fail("device '{}' is not supported (expected auto, cpu or cuda)", options.device);
+  const bool use_cuda = options.device == "cuda" || (options.device == "auto" && cuda_device_present());
+  if (use_cuda) {
+#ifdef MOSAIC_HAVE_CUDA
+    if (!cuda_device_present()) fail("--device cuda: no CUDA device is visible");
+    impl->runner = std::make_unique<CudaStepRunner>(*impl->model, options.cuda_device, options.budget);
+    info.device = "cuda";
+#else
+    fail("--device cuda: this Mosaic was built without CUDA");
+#endif
+  } else {
+    std::optional<uint64_t> activation_budget;
+    if (options.budget) {
+      if (*options.budget <= info.weight_bytes)
+        fail("the weights ({}) alone exceed the budget of {}", format_bytes(info.weight_bytes),
+             format_bytes(*options.budget));
+      activation_budget = *options.budget - info.weight_bytes;
+    }
+    impl->runner = std::make_unique<CpuStepRunner>(*impl->model, activation_budget);
+    info.device = "cpu";
   }
-  impl->runner = std::make_unique<CpuStepRunner>(*impl->model, activation_budget);
-  impl->planner = std::make_unique<StepPlanner>(c, GraphOptions{DType::f32, HeadMode::logits});
-  impl->executor = std::make_unique<CpuExecutor>(*impl->model);
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }
 
@@ -67,21 +90,17 @@ ForwardOutput Engine::forward(std::span<const SequenceInput> batch) const {
   std::vector<SequenceRows> views;
   views.reserve(batch.size());
   for (const SequenceInput& sequence : batch) views.push_back({sequence.ids, sequence.rows});
-  const PackedBatch packed = pack_batch(impl_->model->config(), views);
-  StepShape shape;
-  for (const SequenceInput& sequence : batch) {
-    shape.lengths.push_back(static_cast<int64_t>(sequence.ids.size()));
-    shape.candidates.push_back(static_cast<int64_t>(sequence.rows.size()));
-  }
-  const Graph graph = impl_->planner->instantiate(shape, ChunkConfig{});
-  const auto planned = impl_->planner->plan(graph);
+  StepInput input;
+  input.sequences = std::move(views);
+  input.keep_logits = true;
+  std::lock_guard lock(impl_->mutex);
+  StepOutput step = impl_->runner->run(input);
   ForwardOutput out;
   out.vocab = impl_->model->config().vocab;
-  std::lock_guard lock(impl_->mutex);
-  out.logits = impl_->executor->run(graph, *planned, impl_->arena, packed);
-  out.planned_peak = planned->memory.planned_peak;
-  out.lower_bound = planned->memory.lower_bound;
-  out.arena_bytes = impl_->arena.size();
+  out.logits = std::move(step.values);
+  out.planned_peak = step.planned_peak;
+  out.lower_bound = step.lower_bound;
+  out.arena_bytes = step.arena_bytes;
   return out;
 }
 

@@ -23,6 +23,7 @@ struct ForwardOptions {
   int top = 5;
   bool json = false;
   std::string logits_out;
+  std::string device = "auto";
 };
 
 std::vector<SequenceInput> build_batch(const ForwardOptions& options, const ModelInfo& info) {
@@ -49,7 +50,9 @@ std::vector<SequenceInput> build_batch(const ForwardOptions& options, const Mode
 }
 
 int run_forward(const ForwardOptions& options) {
-  const auto engine = Engine::open(options.model);
+  EngineOptions engine_options;
+  engine_options.device = options.device;
+  const auto engine = Engine::open(options.model, engine_options);
   const ModelInfo& info = engine->info();
   const std::vector<SequenceInput> batch = build_batch(options, info);
 
@@ -63,6 +66,7 @@ int run_forward(const ForwardOptions& options) {
     write_npy_f32(options.logits_out, out.logits, {total_rows, out.vocab});
 
   nlohmann::ordered_json report;
+  report["device"] = info.device;
   report["model"] = {{"path", options.model}, {"family", info.family}, {"layers", info.layers},
                      {"hidden", info.hidden}, {"vocab", info.vocab}, {"dtype", info.weight_dtype}};
   report["seconds"] = seconds;
@@ -89,9 +93,9 @@ int run_forward(const ForwardOptions& options) {
     std::puts(report.dump(2).c_str());
     return 0;
   }
-  fmt::print("{} ({}, {} layers, hidden {}, vocab {}, {} weights): {} rows in {:.3f} s\n",
+  fmt::print("{} ({}, {} layers, hidden {}, vocab {}, {} weights) on {}: {} rows in {:.3f} s\n",
              options.model, info.family, info.layers, info.hidden, info.vocab, info.weight_dtype,
-             total_rows, seconds);
+             info.device, total_rows, seconds);
   fmt::print("activations: planned peak {:.2f} MiB, lower bound {:.2f} MiB, arena {:.2f} MiB\n",
              out.planned_peak / 1048576.0, out.lower_bound / 1048576.0, out.arena_bytes / 1048576.0);
   for (const auto& row : report["rows"]) {
@@ -124,6 +128,8 @@ Action register_forward(CLI::App& app) {
       ->default_val(5)
       ->check(CLI::Range(0, 1000));
   command->add_flag("--json", options->json, "Print a JSON report");
+  command->add_option("--device", options->device, "auto | cpu | cuda")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   command->add_option("--logits-out", options->logits_out,
                       "Write the logits as a float32 .npy array [rows, vocab]");
   return [options] { return run_forward(*options); };

@@ -23,7 +23,7 @@ namespace {
 struct GenerateCliOptions {
   std::string model;
   std::vector<std::string> prompts, ids;
-  std::string prompt_file, budget, remasking = "low_confidence", alg = "origin";
+  std::string prompt_file, budget, remasking = "low_confidence", alg = "origin", device = "auto";
   bool chat = false, json = false, visual = false, quiet = false, allow_long_context = false;
   GenerationOptions gen;
   double alg_temp = -1, top_p = -1, threshold = -1, factor = -1;
@@ -67,6 +67,7 @@ std::string render_canvas(const Engine& engine, std::span<const int32_t> output)
 
 int run_generate(GenerateCliOptions& o) {
   EngineOptions engine_options;
+  engine_options.device = o.device;
   if (!o.budget.empty()) engine_options.budget = parse_byte_size(o.budget, "--budget");
   const auto engine = Engine::open(o.model, engine_options);
   GenerationOptions& gen = o.gen;
@@ -119,6 +120,7 @@ int run_generate(GenerateCliOptions& o) {
   if (o.json) {
     nlohmann::ordered_json report;
     report["model"] = {{"path", o.model}, {"family", info.family}};
+    report["device"] = info.device;
     for (const GenerateResult& r : results)
       report["results"].push_back({{"prompt_ids", r.prompt_ids}, {"output_ids", r.output_ids},
                                    {"text", r.text}, {"steps", r.steps}, {"forwards", r.forwards},
@@ -171,6 +173,7 @@ Action register_generate(CLI::App& app) {
   c->add_flag("--stop-at-eos", g.stop_at_eos, "Stop once the answer has ended");
   c->add_option("--eot-id", g.eot_id, "End-of-turn token id (default: from the tokenizer)");
   c->add_option("--budget", o->budget, "Memory for weights + activations, e.g. 8GiB");
+  c->add_option("--device", o->device, "auto | cpu | cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   c->add_flag("--allow-long-context", o->allow_long_context, "Run beyond the model's trained context");
   c->add_flag("--visual", o->visual, "Show the canvas as masks resolve (stderr)");
   c->add_flag("--json", o->json, "Print JSON");

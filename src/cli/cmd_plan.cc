@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/list_parse.h"
 #include "core/error.h"
+#include "mosaic/device.h"
 #include "mosaic/plan.h"
 
 namespace mosaic::cli {
@@ -37,7 +38,13 @@ int64_t candidates_for(const PlanOptions& o, int64_t length) {
 void build_shape(PlanOptions& o) {
   if (!o.budget.empty()) o.request.budget = parse_byte_size(o.budget, "--budget");
   if (o.find_lmax) {
-    if (!o.request.budget) fail("--find-lmax needs --budget");
+    if (!o.request.budget) {
+      // Planning for the GPU this machine has: its memory is the natural budget.
+      const std::optional<GpuInfo> gpu = o.request.device == "cuda" ? visible_gpu() : std::nullopt;
+      if (!gpu) fail("--find-lmax needs --budget (no GPU is visible to take its memory as the budget)");
+      o.request.budget = gpu->total_bytes;
+      if (!o.json) fmt::print("budget: all memory of the visible {} ({:.1f} GiB)\n", gpu->name, gpu->total_bytes / 1073741824.0);
+    }
     if (o.seq_len != 0 || !o.batch.empty() || !o.chunks.empty())
       fail("--find-lmax chooses the length and the chunks itself: drop --seq-len, --batch and --chunks");
     return;
@@ -192,7 +199,7 @@ Action register_plan(CLI::App& app) {
   command->add_option("--budget", o->budget,
                       "Total memory (weights + workspace + arena), e.g. 24GiB: lazy chunking fits it");
   command->add_flag("--find-lmax", o->find_lmax,
-                    "Find the longest L (multiple of 1024, prompt L/2, rest masked) within --budget");
+                    "Find the longest L (multiple of 1024, prompt L/2, rest masked) within --budget (default: the visible GPU's memory)");
   command->add_option("--temperature", o->request.temperature,
                       "Sampling temperature (Gumbel noise is fused: no memory effect)")
       ->default_val(0.0);

@@ -31,7 +31,10 @@ struct StepOutput {
   std::vector<float> values;  // [rows, cols]
   int64_t cols = 0;           // kHeadStatCount, or the vocabulary size when logits were kept
   ChunkConfig chunks;
-  uint64_t planned_peak = 0, lower_bound = 0, arena_bytes = 0;
+  // Memory of the step (ARCHITECTURE.md, "Measuring"): planned peak, lower bound and mean of
+  // the live bytes over ops, and what the arena has mapped. PAR = peak / average; inflation =
+  // arena bytes / lower bound.
+  uint64_t planned_peak = 0, lower_bound = 0, average_live = 0, arena_bytes = 0;
 };
 
 class StepRunner {
@@ -59,5 +62,35 @@ class CpuStepRunner final : public StepRunner {
   std::mutex mutex_;
   std::map<std::tuple<int64_t, int64_t, int>, ChunkConfig> chunk_cache_;  // per bucket and head
 };
+
+#ifdef MOSAIC_HAVE_CUDA
+class CudaExecutor;
+class CudaArena;
+
+// The same on the GPU: bf16 activations, the fused head's scratch planned with the rest, the
+// arena mapped (VMM pages) exactly to each step's plan.
+class CudaStepRunner final : public StepRunner {
+ public:
+  // `budget`: all device bytes the engine may use (weights + workspace + arena); unset: the
+  // device's free memory decides (a step that does not fit fails with mosaic::Error).
+  CudaStepRunner(const Model& model, int device, std::optional<uint64_t> budget);
+  ~CudaStepRunner() override;
+
+  StepOutput run(const StepInput& input) override;
+  uint64_t weight_bytes() const;
+
+ private:
+  ChunkConfig chunks_for(const StepShape& shape, HeadMode head);
+
+  const Model& model_;
+  std::unique_ptr<CudaExecutor> executor_;
+  std::unique_ptr<CudaArena> arena_;
+  std::optional<uint64_t> activation_budget_;
+  std::unique_ptr<StepPlanner> logits_planner_, stats_planner_;
+  GraphOptions logits_options_, stats_options_;
+  std::mutex mutex_;
+  std::map<std::tuple<int64_t, int64_t, int>, ChunkConfig> chunk_cache_;
+};
+#endif
 
 }  // namespace mosaic

@@ -176,8 +176,12 @@ struct Builder {
       GraphOp gather = make(OpKind::rms_norm, -1, WeightRole::final_norm, {n, 0}, {x, 0}, r.rows);
       gather.index = {logit_rows, r.begin};
       op(gather);
-      op(make(fused ? OpKind::lm_head_stats : OpKind::lm_head, -1, WeightRole::lm_head,
-                {out, r.begin}, {n, 0}, r.rows));
+      GraphOp lm_head = make(fused ? OpKind::lm_head_stats : OpKind::lm_head, -1, WeightRole::lm_head,
+                             {out, r.begin}, {n, 0}, r.rows);
+      if (fused && options.head_scratch_per_row > 0)
+        lm_head.scratch = {g.tensor(Role::head_scratch, Cat::head, DType::u8, cap,
+                                    static_cast<int64_t>(options.head_scratch_per_row), -1, chunk), 0};
+      op(lm_head);
     }
     return out;
   }

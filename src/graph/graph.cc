@@ -63,6 +63,7 @@ std::string_view role_name(TensorRole role) {
     case TensorRole::head_norm: return "head_norm";
     case TensorRole::logits: return "logits";
     case TensorRole::head_stats: return "head_stats";
+    case TensorRole::head_scratch: return "head_scratch";
   }
   return "?";
 }

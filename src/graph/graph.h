@@ -36,7 +36,7 @@ enum class TensorRole : uint8_t {
   ids, positions, logit_rows, residual,
   attn_norm, q, k, v, attn_out, attn_proj,
   ffn_norm, gate, up, ffn_out,
-  head_norm, logits, head_stats,
+  head_norm, logits, head_stats, head_scratch,
 };
 
 struct GraphTensor {
@@ -77,6 +77,7 @@ struct GraphOp {
   bool has_bias = false;         // linear: the weight's bias (q/k/v) is added
   TensorRef out, a, b, c;        // see OpKind for the meaning of each
   TensorRef index;               // rms_norm over gathered rows
+  TensorRef scratch;             // memory the op uses only while it runs (the fused head's partials)
   int64_t rows = 0;              // rows processed
   int32_t segment_begin = 0, segment_count = 0;  // attention: Graph::segments
   ChunkGroup group = ChunkGroup::none;           // which chunk count splits this op

@@ -36,6 +36,7 @@ void GraphBuilder::op(GraphOp op) {
   if (in_place) read(op.out, index);
   for (const TensorRef* input : {&op.a, &op.b, &op.c, &op.index}) read(*input, index);
   write(op.out, index);
+  if (op.scratch.valid()) write(op.scratch, index);
   graph_.ops.push_back(op);
 }
 

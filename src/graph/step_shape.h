@@ -54,6 +54,7 @@ enum class HeadMode : uint8_t {
 struct GraphOptions {
   DType activations = DType::f32;  // f32 on the CPU reference, bf16 on CUDA
   HeadMode head = HeadMode::logits;
+  uint64_t head_scratch_per_row = 0;  // bytes the backend's fused head needs per candidate row
 };
 
 // Per candidate row, the fused head writes this many fp32 values (core/head_sampling.h lists

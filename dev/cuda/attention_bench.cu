@@ -1,0 +1,158 @@
+// Workbench for the flash-attention kernel (src/backend/cuda/attention.cu): a correctness check
+// against a naive fp32 GPU reference, then timings of the engine's kernel at model shapes and a
+// sweep of its register/occupancy variant. Only the winner goes into the engine.
+//
+//   nvcc -std=c++20 -arch=sm_90 -O3 --expt-relaxed-constexpr -Isrc -Iinclude \
+//        dev/cuda/attention_bench.cu -o /tmp/attention_bench && /tmp/attention_bench
+//
+// It includes the engine's .cu file so that it can launch the kernel templates directly.
+#include "backend/cuda/attention.cu"
+
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include "core/half.h"
+
+namespace mosaic::cuda {
+namespace {
+
+// One thread per (query row, head): scores, softmax and P V in fp32 from the bf16 inputs.
+__global__ void reference_kernel(const __nv_bfloat16* q, const __nv_bfloat16* k,
+                                 const __nv_bfloat16* v, float* out, int64_t rows, int q_heads,
+                                 int kv_heads, int d, float scale) {
+  const int64_t index = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  if (index >= rows * q_heads) return;
+  const int64_t row = index / q_heads;
+  const int head = static_cast<int>(index % q_heads), kv_head = head / (q_heads / kv_heads);
+  const __nv_bfloat16* qr = q + (row * q_heads + head) * d;
+  float max_score = -INFINITY;
+  for (int64_t j = 0; j < rows; ++j) {
+    const __nv_bfloat16* kr = k + (j * kv_heads + kv_head) * d;
+    float dot = 0;
+    for (int c = 0; c < d; ++c) dot += __bfloat162float(qr[c]) * __bfloat162float(kr[c]);
+    max_score = fmaxf(max_score, dot * scale);
+  }
+  float sum = 0, acc[128] = {};
+  for (int64_t j = 0; j < rows; ++j) {
+    const __nv_bfloat16* kr = k + (j * kv_heads + kv_head) * d;
+    const __nv_bfloat16* vr = v + (j * kv_heads + kv_head) * d;
+    float dot = 0;
+    for (int c = 0; c < d; ++c) dot += __bfloat162float(qr[c]) * __bfloat162float(kr[c]);
+    const float p = expf(dot * scale - max_score);
+    sum += p;
+    for (int c = 0; c < d; ++c) acc[c] += p * __bfloat162float(vr[c]);
+  }
+  for (int c = 0; c < d; ++c) out[(row * q_heads + head) * d + c] = acc[c] / sum;
+}
+
+struct Case {
+  const char* name;
+  int64_t length;
+  int q_heads, kv_heads, head_dim;
+};
+
+template <int kHeadDim, int kMinBlocks>
+float time_kernel(const AttentionArgs& args, int repeats) {
+  KernelArgs kernel_args;
+  kernel_args.q = static_cast<const __nv_bfloat16*>(args.q);
+  kernel_args.k = static_cast<const __nv_bfloat16*>(args.k);
+  kernel_args.v = static_cast<const __nv_bfloat16*>(args.v);
+  kernel_args.out = static_cast<__nv_bfloat16*>(args.out);
+  kernel_args.q_stride = args.q_stride, kernel_args.k_stride = args.k_stride;
+  kernel_args.v_stride = args.v_stride, kernel_args.out_stride = args.out_stride;
+  kernel_args.group = static_cast<int>(args.q_heads / args.kv_heads);
+  kernel_args.scale_log2 = args.scale * 1.4426950408889634f;
+  kernel_args.segments = args.segments;
+  launch<kHeadDim, kMinBlocks>(args, kernel_args, nullptr);  // warm-up
+  cudaEvent_t start, stop;
+  MOSAIC_CUDA_CHECK(cudaEventCreate(&start));
+  MOSAIC_CUDA_CHECK(cudaEventCreate(&stop));
+  MOSAIC_CUDA_CHECK(cudaEventRecord(start));
+  for (int i = 0; i < repeats; ++i) launch<kHeadDim, kMinBlocks>(args, kernel_args, nullptr);
+  MOSAIC_CUDA_CHECK(cudaEventRecord(stop));
+  MOSAIC_CUDA_CHECK(cudaEventSynchronize(stop));
+  float ms = 0;
+  MOSAIC_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+  MOSAIC_CUDA_CHECK(cudaEventDestroy(start));
+  MOSAIC_CUDA_CHECK(cudaEventDestroy(stop));
+  return ms / repeats;
+}
+
+// Runs one case: optional check against the reference, then timings of both variants.
+void run_case(const Case& c, bool check) {
+  const int64_t q_size = c.length * c.q_heads * c.head_dim, kv_size = c.length * c.kv_heads * c.head_dim;
+  std::vector<uint16_t> host(q_size + 2 * kv_size);
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  for (uint16_t& x : host) x = f32_to_bf16(dist(rng));
+  __nv_bfloat16 *q, *out;
+  AttentionSegment* segment;
+  MOSAIC_CUDA_CHECK(cudaMalloc(&q, host.size() * 2));
+  MOSAIC_CUDA_CHECK(cudaMalloc(&out, q_size * 2));
+  MOSAIC_CUDA_CHECK(cudaMalloc(&segment, sizeof(AttentionSegment)));
+  MOSAIC_CUDA_CHECK(cudaMemcpy(q, host.data(), host.size() * 2, cudaMemcpyHostToDevice));
+  const AttentionSegment whole{0, c.length, 0, c.length};
+  MOSAIC_CUDA_CHECK(cudaMemcpy(segment, &whole, sizeof whole, cudaMemcpyHostToDevice));
+
+  AttentionArgs args;
+  args.q = q, args.q_stride = c.q_heads * c.head_dim;
+  args.k = q + q_size, args.k_stride = c.kv_heads * c.head_dim;
+  args.v = q + q_size + kv_size, args.v_stride = c.kv_heads * c.head_dim;
+  args.out = out, args.out_stride = c.q_heads * c.head_dim;
+  args.q_heads = c.q_heads, args.kv_heads = c.kv_heads, args.head_dim = c.head_dim;
+  args.scale = 1.0f / std::sqrt(float(c.head_dim));
+  args.segments = segment, args.segment_count = 1, args.max_q_rows = c.length;
+
+  if (check) {
+    attention(args, nullptr);
+    float* reference;
+    MOSAIC_CUDA_CHECK(cudaMalloc(&reference, q_size * 4));
+    const int64_t threads = c.length * c.q_heads;
+    reference_kernel<<<static_cast<unsigned>((threads + 127) / 128), 128>>>(
+        q, q + q_size, q + q_size + kv_size, reference, c.length, c.q_heads, c.kv_heads,
+        c.head_dim, args.scale);
+    MOSAIC_CUDA_CHECK(cudaDeviceSynchronize());
+    std::vector<uint16_t> got(q_size);
+    std::vector<float> want(q_size);
+    MOSAIC_CUDA_CHECK(cudaMemcpy(got.data(), out, q_size * 2, cudaMemcpyDeviceToHost));
+    MOSAIC_CUDA_CHECK(cudaMemcpy(want.data(), reference, q_size * 4, cudaMemcpyDeviceToHost));
+    double error = 0, norm = 0;
+    for (int64_t i = 0; i < q_size; ++i) {
+      const double diff = bf16_to_f32(got[i]) - want[i];
+      error += diff * diff, norm += double(want[i]) * want[i];
+    }
+    std::printf("%-28s check: relative L2 error %.2e\n", c.name, std::sqrt(error / norm));
+    MOSAIC_CUDA_CHECK(cudaFree(reference));
+  }
+
+  const double flops = 4.0 * double(c.length) * double(c.length) * c.head_dim * c.q_heads;
+  const int repeats = c.length >= 16384 ? 3 : 10;
+  float ms1, ms2;
+  if (c.head_dim == 128) {
+    ms1 = time_kernel<128, 1>(args, repeats), ms2 = time_kernel<128, 2>(args, repeats);
+  } else {
+    ms1 = time_kernel<64, 1>(args, repeats), ms2 = time_kernel<64, 2>(args, repeats);
+  }
+  std::printf("%-28s L=%6lld  1 CTA/SM bound: %8.3f ms %6.1f TFLOP/s | 2 CTA/SM bound: %8.3f ms %6.1f TFLOP/s\n",
+              c.name, static_cast<long long>(c.length), ms1, flops / ms1 / 1e9, ms2, flops / ms2 / 1e9);
+  MOSAIC_CUDA_CHECK(cudaFree(q));
+  MOSAIC_CUDA_CHECK(cudaFree(out));
+  MOSAIC_CUDA_CHECK(cudaFree(segment));
+}
+
+}  // namespace
+}  // namespace mosaic::cuda
+
+int main() {
+  using mosaic::cuda::Case;
+  mosaic::cuda::run_case({"check d128 gqa7", 1000, 14, 2, 128}, true);
+  mosaic::cuda::run_case({"check d64", 777, 8, 8, 64}, true);
+  for (int64_t length : {4096, 16384, 32768}) {
+    mosaic::cuda::run_case({"LLaDA-8B (32/32 x 128)", length, 32, 32, 128}, false);
+    mosaic::cuda::run_case({"Dream-7B (28/4 x 128)", length, 28, 4, 128}, false);
+  }
+  mosaic::cuda::run_case({"d64 (16/16 x 64)", 16384, 16, 16, 64}, false);
+  return 0;
+}

@@ -1,0 +1,406 @@
+// Flash attention forward on tensor cores: bf16 q/k/v, fp32 scores, softmax and accumulators,
+// bf16 out; bidirectional, grouped-query heads, packed variable-length segments
+// (docs/design/cuda-kernels.md, "Attention").
+//
+// One CTA of 8 warps owns kBlockM = 128 query rows of one (segment, q head); warp w owns rows
+// 16w..16w+15. It walks the segment's keys in tiles of kBlockN = 64 from kv_begin, in order:
+//   1. S [16, 64] = Q_w K_t^T        mma.sync m16n8k16, fp32 accumulators
+//   2. online softmax per row: m' = max(m, rowmax S), alpha = 2^((m - m') scale log2 e),
+//      P = 2^(S scale log2 e - m' scale log2 e) rounded to bf16, l = l alpha + rowsum P
+//   3. O [16, head_dim] = O alpha + P V_t   (P re-used from the S registers as the A operand)
+// then O / l is rounded to bf16 and stored. K and V tiles are double-buffered in shared memory
+// with cp.async; Q stays in shared memory and is re-read by ldmatrix on every key tile.
+//
+// Exactness: a query row's arithmetic uses only that row of Q and the segment's keys and values,
+// in the same instruction sequence whichever warp, tile or call it lands in (mma rows are
+// independent; reductions run over the 4 lanes that share a row in a fixed butterfly; the key
+// loop starts at kv_begin in fixed tiles). So splitting a segment's queries into several
+// segments (query chunking) changes no output bit.
+#include "backend/cuda/attention.h"
+
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+
+#include "backend/cuda/cuda_check.h"
+
+namespace mosaic::cuda {
+namespace {
+
+constexpr int kBlockM = 128;  // query rows per CTA
+constexpr int kBlockN = 64;   // keys per tile
+constexpr int kWarps = kBlockM / 16;
+constexpr int kThreads = kWarps * 32;
+constexpr int64_t kMaxGridZ = 65535;
+
+// ---- PTX wrappers (sm_80+ instructions, all valid on sm_90) -------------------------------
+
+__device__ __forceinline__ uint32_t smem_address(const void* pointer) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(pointer));
+}
+
+// 16 bytes global -> shared, bypassing L1; bytes beyond `src_bytes` (0 or 16) are zero-filled.
+__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, uint32_t src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n"); }
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
+}
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(address));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(address));
+}
+
+// D = A B + D, A 16x16 bf16 (row), B 16x8 bf16 (col), D 16x8 fp32.
+__device__ __forceinline__ void mma_bf16_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                               uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+__device__ __forceinline__ float exp2_approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// Two floats rounded to bf16 (round to nearest even), packed low = first.
+__device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&v);
+}
+__device__ __forceinline__ float bf16_low(uint32_t packed) { return __uint_as_float(packed << 16); }
+__device__ __forceinline__ float bf16_high(uint32_t packed) {
+  return __uint_as_float(packed & 0xffff0000u);
+}
+
+// ---- shared-memory tiles -------------------------------------------------------------------
+// A tile is [rows][kHeadDim] bf16; each row is kHeadDim / 8 chunks of 16 bytes, and chunk c of
+// row r is stored at chunk c ^ (r & 7), so the 8 row addresses of an ldmatrix (same c, 8
+// consecutive rows) fall in 8 different bank groups.
+template <int kHeadDim>
+__device__ __forceinline__ uint32_t tile_offset(int row, int chunk) {
+  return static_cast<uint32_t>((row * (kHeadDim / 8) + (chunk ^ (row & 7))) * 16);
+}
+
+// Rows [0, valid) of a tile from global memory (row r at base + r * stride elements), rows
+// [valid, kRows) zero-filled.
+template <int kHeadDim, int kRows>
+__device__ __forceinline__ void load_tile(uint32_t tile, const __nv_bfloat16* base, int64_t stride,
+                                          int valid) {
+  constexpr int kChunks = kHeadDim / 8;
+  for (int i = threadIdx.x; i < kRows * kChunks; i += kThreads) {
+    const int row = i / kChunks, chunk = i % kChunks;
+    const bool inside = row < valid;
+    const __nv_bfloat16* src = base + (inside ? row * stride + chunk * 8 : 0);
+    cp_async_16(tile + tile_offset<kHeadDim>(row, chunk), src, inside ? 16 : 0);
+  }
+}
+
+struct KernelArgs {
+  const __nv_bfloat16* q;
+  const __nv_bfloat16* k;
+  const __nv_bfloat16* v;
+  __nv_bfloat16* out;
+  int64_t q_stride, k_stride, v_stride, out_stride;
+  int group;          // q heads per kv head
+  float scale_log2;   // scale * log2(e): scores are taken to base 2 in one multiply
+  const AttentionSegment* segments;
+};
+
+// kMinBlocks: CTAs per SM the register allocation must allow (dev/cuda/attention_bench.cu
+// measures the choice).
+template <int kHeadDim, int kMinBlocks>
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+    flash_attention_kernel(const KernelArgs args, int64_t segment_offset) {
+  constexpr int kKSteps = kHeadDim / 16;    // k16 steps of Q K^T
+  constexpr int kONTiles = kHeadDim / 8;    // n8 tiles of O
+  constexpr int kSNTiles = kBlockN / 8;     // n8 tiles of S
+  constexpr uint32_t kQBytes = kBlockM * kHeadDim * 2, kKVBytes = kBlockN * kHeadDim * 2;
+
+  const AttentionSegment segment = args.segments[segment_offset + blockIdx.z];
+  const int64_t q_row0 = int64_t{blockIdx.x} * kBlockM;
+  if (q_row0 >= segment.q_count) return;
+  const int q_valid = static_cast<int>(min64(kBlockM, segment.q_count - q_row0));
+  const int head = blockIdx.y, kv_head = head / args.group;
+  const int kv_tiles = static_cast<int>((segment.kv_count + kBlockN - 1) / kBlockN);
+
+  extern __shared__ __align__(128) unsigned char smem[];
+  const uint32_t q_tile = smem_address(smem);
+  const uint32_t k_tiles = q_tile + kQBytes;            // [2] stages
+  const uint32_t v_tiles = k_tiles + 2 * kKVBytes;      // [2] stages
+
+  const __nv_bfloat16* q_base =
+      args.q + (segment.q_begin + q_row0) * args.q_stride + int64_t{head} * kHeadDim;
+  const __nv_bfloat16* k_base =
+      args.k + segment.kv_begin * args.k_stride + int64_t{kv_head} * kHeadDim;
+  const __nv_bfloat16* v_base =
+      args.v + segment.kv_begin * args.v_stride + int64_t{kv_head} * kHeadDim;
+  auto load_kv = [&](int t) {
+    const int valid = static_cast<int>(min64(kBlockN, segment.kv_count - int64_t{t} * kBlockN));
+    const uint32_t stage = (t & 1) * kKVBytes;
+    load_tile<kHeadDim, kBlockN>(k_tiles + stage, k_base + int64_t{t} * kBlockN * args.k_stride,
+                                 args.k_stride, valid);
+    load_tile<kHeadDim, kBlockN>(v_tiles + stage, v_base + int64_t{t} * kBlockN * args.v_stride,
+                                 args.v_stride, valid);
+  };
+
+  load_tile<kHeadDim, kBlockM>(q_tile, q_base, args.q_stride, q_valid);
+  if (kv_tiles > 0) load_kv(0);
+  cp_async_commit();
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int quad_row = lane / 4, quad_col = lane % 4;  // mma fragment coordinates
+  const bool warp_active = warp * 16 < q_valid;        // rows beyond q_count skip the math
+
+  float o[kONTiles][4] = {};
+  float row_max[2] = {-INFINITY, -INFINITY};  // rows quad_row and quad_row + 8, raw scores
+  float row_sum[2] = {0.0f, 0.0f};            // this lane's share of sum P
+
+  for (int t = 0; t < kv_tiles; ++t) {
+    if (t + 1 < kv_tiles) {
+      load_kv(t + 1);
+      cp_async_commit();
+      cp_async_wait<1>();
+    } else {
+      cp_async_wait<0>();
+    }
+    __syncthreads();
+
+    if (warp_active) {
+      const uint32_t k_tile = k_tiles + (t & 1) * kKVBytes;
+      const uint32_t v_tile = v_tiles + (t & 1) * kKVBytes;
+
+      // 1. S = Q K^T
+      float s[kSNTiles][4] = {};
+#pragma unroll
+      for (int kk = 0; kk < kKSteps; ++kk) {
+        uint32_t a[4];
+        ldmatrix_x4(a, q_tile + tile_offset<kHeadDim>(warp * 16 + (lane & 15), 2 * kk + (lane >> 4)));
+#pragma unroll
+        for (int j = 0; j < kSNTiles; j += 2) {
+          uint32_t b[4];  // b0, b1 of n-tile j, then of j + 1
+          const int matrix = lane >> 3;
+          ldmatrix_x4(b, k_tile + tile_offset<kHeadDim>((j + (matrix >> 1)) * 8 + (lane & 7),
+                                                        2 * kk + (matrix & 1)));
+          mma_bf16_16816(s[j], a, b[0], b[1]);
+          mma_bf16_16816(s[j + 1], a, b[2], b[3]);
+        }
+      }
+
+      // Keys beyond the segment (last tile only) score -inf.
+      const int key_valid = static_cast<int>(min64(kBlockN, segment.kv_count - int64_t{t} * kBlockN));
+      if (key_valid < kBlockN) {
+#pragma unroll
+        for (int j = 0; j < kSNTiles; ++j) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            if (j * 8 + 2 * quad_col + (e & 1) >= key_valid) s[j][e] = -INFINITY;
+          }
+        }
+      }
+
+      // 2. online softmax; each row lives in the 4 lanes of a quad.
+      float alpha[2];
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        float tile_max = -INFINITY;
+#pragma unroll
+        for (int j = 0; j < kSNTiles; ++j) {
+          tile_max = fmaxf(tile_max, fmaxf(s[j][2 * half], s[j][2 * half + 1]));
+        }
+        tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
+        tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
+        const float new_max = fmaxf(row_max[half], tile_max);  // finite: every tile has a key
+        alpha[half] = exp2_approx(__fmul_rn(__fsub_rn(row_max[half], new_max), args.scale_log2));
+        row_max[half] = new_max;
+      }
+      const float shifted_max[2] = {__fmul_rn(row_max[0], args.scale_log2),
+                                    __fmul_rn(row_max[1], args.scale_log2)};
+      uint32_t p[kSNTiles][2];  // bf16 pairs: [j][0] row quad_row, [j][1] row quad_row + 8
+      float tile_sum[2] = {0.0f, 0.0f};
+#pragma unroll
+      for (int j = 0; j < kSNTiles; ++j) {
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          const float p0 = exp2_approx(__fmaf_rn(s[j][2 * half], args.scale_log2, -shifted_max[half]));
+          const float p1 =
+              exp2_approx(__fmaf_rn(s[j][2 * half + 1], args.scale_log2, -shifted_max[half]));
+          p[j][half] = pack_bf16x2(p0, p1);
+          // The normaliser sums the rounded weights that P V uses.
+          tile_sum[half] = __fadd_rn(tile_sum[half], __fadd_rn(bf16_low(p[j][half]), bf16_high(p[j][half])));
+        }
+      }
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        row_sum[half] = __fmaf_rn(row_sum[half], alpha[half], tile_sum[half]);
+      }
+#pragma unroll
+      for (int n = 0; n < kONTiles; ++n) {
+        o[n][0] = __fmul_rn(o[n][0], alpha[0]);
+        o[n][1] = __fmul_rn(o[n][1], alpha[0]);
+        o[n][2] = __fmul_rn(o[n][2], alpha[1]);
+        o[n][3] = __fmul_rn(o[n][3], alpha[1]);
+      }
+
+      // 3. O += P V; the S accumulator layout of n-tiles 2kk, 2kk+1 is the A layout of k16 step kk.
+#pragma unroll
+      for (int kk = 0; kk < kBlockN / 16; ++kk) {
+        const uint32_t a[4] = {p[2 * kk][0], p[2 * kk][1], p[2 * kk + 1][0], p[2 * kk + 1][1]};
+#pragma unroll
+        for (int n = 0; n < kONTiles; n += 2) {
+          uint32_t b[4];  // b0, b1 of dims n*8.., then of (n+1)*8..
+          const int matrix = lane >> 3;
+          ldmatrix_x4_trans(b, v_tile + tile_offset<kHeadDim>(16 * kk + (matrix & 1) * 8 + (lane & 7),
+                                                              n + (matrix >> 1)));
+          mma_bf16_16816(o[n], a, b[0], b[1]);
+          mma_bf16_16816(o[n + 1], a, b[2], b[3]);
+        }
+      }
+    }
+    __syncthreads();  // the stage read here is overwritten by the loads of tile t + 2
+  }
+
+  if (kv_tiles == 0) {  // a segment without keys: the Q loads may still be in flight
+    cp_async_wait<0>();
+    __syncthreads();
+  }
+  if (!warp_active) return;
+
+  // O / l, rounded to bf16, staged through this warp's own 16 rows of the Q tile (only this warp
+  // ever read them), then stored 16 bytes per lane.
+  float inv_sum[2];
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    float total = row_sum[half];
+    total = __fadd_rn(total, __shfl_xor_sync(0xffffffffu, total, 1));
+    total = __fadd_rn(total, __shfl_xor_sync(0xffffffffu, total, 2));
+    inv_sum[half] = total > 0.0f ? __frcp_rn(total) : 0.0f;  // no keys: zeros, not NaN
+  }
+  __syncwarp();
+#pragma unroll
+  for (int n = 0; n < kONTiles; ++n) {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int row = warp * 16 + quad_row + 8 * half;
+      const uint32_t packed = pack_bf16x2(__fmul_rn(o[n][2 * half], inv_sum[half]),
+                                          __fmul_rn(o[n][2 * half + 1], inv_sum[half]));
+      const uint32_t address = q_tile + tile_offset<kHeadDim>(row, n) + quad_col * 4;
+      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(address), "r"(packed));
+    }
+  }
+  __syncwarp();
+  constexpr int kChunks = kHeadDim / 8;
+  __nv_bfloat16* out_base =
+      args.out + (segment.q_begin + q_row0) * args.out_stride + int64_t{head} * kHeadDim;
+  for (int i = lane; i < 16 * kChunks; i += 32) {
+    const int row = warp * 16 + i / kChunks, chunk = i % kChunks;
+    if (row >= q_valid) break;  // i grows with row
+    uint4 value;
+    asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(value.x), "=r"(value.y), "=r"(value.z), "=r"(value.w)
+                 : "r"(q_tile + tile_offset<kHeadDim>(row, chunk)));
+    *reinterpret_cast<uint4*>(out_base + row * args.out_stride + chunk * 8) = value;
+  }
+}
+
+template <int kHeadDim>
+constexpr int shared_bytes() {
+  return (kBlockM + 4 * kBlockN) * kHeadDim * 2;  // Q, K[2], V[2]
+}
+
+[[noreturn]] void invalid_arguments(const char* what) {
+  std::fprintf(stderr, "mosaic: internal error: cuda::attention: %s\n", what);
+  std::abort();
+}
+
+// Raises a kernel's dynamic shared-memory limit once per device (the attribute is per device).
+// `configured` holds one bit per device ordinal.
+void raise_shared_limit(const void* kernel, int bytes, std::atomic<uint64_t>& configured) {
+  int device = 0;
+  MOSAIC_CUDA_CHECK(cudaGetDevice(&device));
+  const uint64_t bit = uint64_t{1} << (device & 63);
+  if (configured.load(std::memory_order_acquire) & bit) return;
+  MOSAIC_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  configured.fetch_or(bit, std::memory_order_release);
+}
+
+bool aligned_16(const void* pointer) { return reinterpret_cast<uintptr_t>(pointer) % 16 == 0; }
+
+// head_dim 64: 128 registers, 48 KiB of shared memory, 2 CTAs per SM without spills. head_dim
+// 128: 170 registers, 1 CTA (8 warps) per SM; forcing 2 CTAs spills (ptxas: 40 bytes).
+template <int kHeadDim>
+constexpr int kMinBlocksFor = kHeadDim == 64 ? 2 : 1;
+
+template <int kHeadDim, int kMinBlocks = kMinBlocksFor<kHeadDim>>
+void launch(const AttentionArgs& args, const KernelArgs& kernel_args, cudaStream_t stream) {
+  constexpr int kShared = shared_bytes<kHeadDim>();
+  static std::atomic<uint64_t> configured{0};
+  raise_shared_limit(reinterpret_cast<const void*>(flash_attention_kernel<kHeadDim, kMinBlocks>),
+                     kShared, configured);
+  const int64_t q_tiles = (args.max_q_rows + kBlockM - 1) / kBlockM;
+  for (int64_t first = 0; first < args.segment_count; first += kMaxGridZ) {
+    const dim3 grid(static_cast<unsigned>(q_tiles), static_cast<unsigned>(args.q_heads),
+                    static_cast<unsigned>(std::min(kMaxGridZ, args.segment_count - first)));
+    flash_attention_kernel<kHeadDim, kMinBlocks><<<grid, kThreads, kShared, stream>>>(kernel_args, first);
+    MOSAIC_CUDA_CHECK_LAUNCH();
+  }
+}
+
+}  // namespace
+
+void attention(const AttentionArgs& args, cudaStream_t stream) {
+  if (args.segment_count <= 0 || args.max_q_rows <= 0) return;
+  if (args.head_dim != 64 && args.head_dim != 128) invalid_arguments("head_dim must be 64 or 128");
+  if (args.q_heads <= 0 || args.kv_heads <= 0 || args.q_heads % args.kv_heads != 0 ||
+      args.q_heads > 65535) {
+    invalid_arguments("q_heads must be a positive multiple of kv_heads, at most 65535");
+  }
+  if (args.q_stride < args.q_heads * args.head_dim || args.out_stride < args.q_heads * args.head_dim ||
+      args.k_stride < args.kv_heads * args.head_dim || args.v_stride < args.kv_heads * args.head_dim) {
+    invalid_arguments("a row stride is smaller than heads x head_dim");
+  }
+  if (args.q_stride % 8 || args.k_stride % 8 || args.v_stride % 8 || args.out_stride % 8 ||
+      !aligned_16(args.q) || !aligned_16(args.k) || !aligned_16(args.v) || !aligned_16(args.out)) {
+    invalid_arguments("q, k, v, out need 16-byte aligned pointers and strides (multiples of 8)");
+  }
+  if (!(args.scale > 0.0f)) invalid_arguments("scale must be positive");
+  if ((args.max_q_rows + kBlockM - 1) / kBlockM > 0x7fffffff) invalid_arguments("max_q_rows");
+
+  KernelArgs kernel_args;
+  kernel_args.q = static_cast<const __nv_bfloat16*>(args.q);
+  kernel_args.k = static_cast<const __nv_bfloat16*>(args.k);
+  kernel_args.v = static_cast<const __nv_bfloat16*>(args.v);
+  kernel_args.out = static_cast<__nv_bfloat16*>(args.out);
+  kernel_args.q_stride = args.q_stride, kernel_args.k_stride = args.k_stride;
+  kernel_args.v_stride = args.v_stride, kernel_args.out_stride = args.out_stride;
+  kernel_args.group = static_cast<int>(args.q_heads / args.kv_heads);
+  kernel_args.scale_log2 = args.scale * 1.4426950408889634f;
+  kernel_args.segments = args.segments;
+  if (args.head_dim == 128) {
+    launch<128>(args, kernel_args, stream);
+  } else {
+    launch<64>(args, kernel_args, stream);
+  }
+}
+
+}  // namespace mosaic::cuda

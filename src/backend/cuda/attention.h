@@ -1,0 +1,30 @@
+// Bidirectional flash attention on bf16 with grouped-query heads over packed variable-length
+// sequences: no [L, L] matrix ever exists in memory (online softmax over key tiles, fp32
+// accumulation). Query head h reads kv head h / (q_heads / kv_heads). Segments are the CPU
+// backend's (core/attention_segment.h): each names query rows and the key/value rows they attend
+// to, so whole sequences, query chunks and candidate-only rows use one kernel.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "core/attention_segment.h"
+
+namespace mosaic::cuda {
+
+struct AttentionArgs {
+  const void* q = nullptr;  int64_t q_stride = 0;    // bf16 [rows, q_heads, head_dim]
+  const void* k = nullptr;  int64_t k_stride = 0;    // bf16 [rows, kv_heads, head_dim]
+  const void* v = nullptr;  int64_t v_stride = 0;    // bf16 [rows, kv_heads, head_dim]
+  void* out = nullptr;      int64_t out_stride = 0;  // bf16 [rows, q_heads, head_dim]
+  int64_t q_heads = 0, kv_heads = 0, head_dim = 0;   // head_dim 64 or 128
+  float scale = 0;
+  const AttentionSegment* segments = nullptr;        // device array
+  int64_t segment_count = 0;
+  int64_t max_q_rows = 0;                            // max q_count over segments (grid size)
+};
+
+void attention(const AttentionArgs& args, cudaStream_t stream);
+
+}  // namespace mosaic::cuda

@@ -1,0 +1,246 @@
+// cuda::attention against the CPU fp32 kernel on the same bf16 values, and the bit-exactness of
+// query chunking. Skipped without a device.
+#include "backend/cuda/attention.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "backend/cpu/attention.h"
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/device.h"
+#include "core/half.h"
+
+namespace mosaic::cuda {
+namespace {
+
+constexpr uint16_t kPoison = 0xffff;  // a bf16 NaN
+
+struct DeviceBuffer {
+  void* data = nullptr;
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(size_t bytes) { MOSAIC_CUDA_CHECK(cudaMalloc(&data, std::max<size_t>(bytes, 1))); }
+  ~DeviceBuffer() { cudaFree(data); }
+  bool try_allocate(size_t bytes) {  // false (error cleared) when the device lacks the memory
+    if (cudaMalloc(&data, bytes) == cudaSuccess) return true;
+    (void)cudaGetLastError();
+    data = nullptr;
+    return false;
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+};
+
+template <typename T>
+void upload(DeviceBuffer& buffer, const std::vector<T>& host) {
+  MOSAIC_CUDA_CHECK(cudaMemcpy(buffer.data, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+}
+
+class CudaAttention : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  }
+};
+
+// q, k, v in one fused bf16 buffer per row, [rows, q_heads + 2 kv_heads, head_dim], as a fused QKV
+// projection leaves them; the output has a padded row stride.
+struct Problem {
+  int64_t rows, q_heads, kv_heads, head_dim;
+  std::vector<uint16_t> qkv;  // bf16
+
+  Problem(int64_t rows_, int64_t q_heads_, int64_t kv_heads_, int64_t head_dim_, uint32_t seed)
+      : rows(rows_), q_heads(q_heads_), kv_heads(kv_heads_), head_dim(head_dim_) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> dist(-2.0f, 2.0f);  // wide enough for peaked softmax
+    qkv.resize(rows * stride());
+    for (uint16_t& x : qkv) x = f32_to_bf16(dist(rng));
+  }
+  int64_t stride() const { return (q_heads + 2 * kv_heads) * head_dim; }
+  int64_t out_stride() const { return q_heads * head_dim + 8; }
+  float scale() const { return 1.0f / std::sqrt(static_cast<float>(head_dim)); }
+
+  // bf16 [rows, out_stride], poisoned before the call.
+  std::vector<uint16_t> run_gpu(const std::vector<AttentionSegment>& segments) const {
+    DeviceBuffer device_qkv(qkv.size() * 2), device_out(rows * out_stride() * 2),
+        device_segments(segments.size() * sizeof(AttentionSegment));
+    upload(device_qkv, qkv);
+    upload(device_segments, segments);
+    std::vector<uint16_t> out(rows * out_stride(), kPoison);
+    upload(device_out, out);
+    const auto* base = static_cast<const uint16_t*>(device_qkv.data);
+    AttentionArgs args;
+    args.q = base, args.q_stride = stride();
+    args.k = base + q_heads * head_dim, args.k_stride = stride();
+    args.v = base + (q_heads + kv_heads) * head_dim, args.v_stride = stride();
+    args.out = device_out.data, args.out_stride = out_stride();
+    args.q_heads = q_heads, args.kv_heads = kv_heads, args.head_dim = head_dim;
+    args.scale = scale();
+    args.segments = static_cast<const AttentionSegment*>(device_segments.data);
+    args.segment_count = static_cast<int64_t>(segments.size());
+    for (const AttentionSegment& s : segments) args.max_q_rows = std::max(args.max_q_rows, s.q_count);
+    attention(args, nullptr);
+    MOSAIC_CUDA_CHECK(cudaGetLastError());
+    MOSAIC_CUDA_CHECK(cudaDeviceSynchronize());
+    MOSAIC_CUDA_CHECK(cudaMemcpy(out.data(), device_out.data, out.size() * 2, cudaMemcpyDeviceToHost));
+    return out;
+  }
+
+  // fp32 [rows, q_heads * head_dim] from the CPU kernel on the same values widened.
+  std::vector<float> run_cpu(const std::vector<AttentionSegment>& segments) const {
+    std::vector<float> wide(qkv.size());
+    for (size_t i = 0; i < qkv.size(); ++i) wide[i] = bf16_to_f32(qkv[i]);
+    const int64_t out_stride = q_heads * head_dim;
+    std::vector<float> out(rows * out_stride, 0.0f);
+    cpu::AttentionArgs args;
+    args.q = wide.data(), args.q_stride = stride();
+    args.k = wide.data() + q_heads * head_dim, args.k_stride = stride();
+    args.v = wide.data() + (q_heads + kv_heads) * head_dim, args.v_stride = stride();
+    args.out = out.data(), args.out_stride = out_stride;
+    args.q_heads = q_heads, args.kv_heads = kv_heads, args.head_dim = head_dim;
+    args.scale = scale();
+    args.segments = segments;
+    cpu::attention(args);
+    return out;
+  }
+};
+
+// Rows of every segment: relative L2 error <= 1e-2 and no NaN; rows no segment names, and the
+// stride gap of every row, keep the poison.
+void expect_close(const Problem& p, const std::vector<AttentionSegment>& segments,
+                  const std::vector<uint16_t>& gpu, const std::vector<float>& cpu) {
+  const int64_t width = p.q_heads * p.head_dim;
+  std::vector<bool> written(p.rows, false);
+  for (const AttentionSegment& s : segments) {
+    double error = 0, norm = 0;
+    for (int64_t i = s.q_begin; i < s.q_begin + s.q_count; ++i) {
+      written[i] = true;
+      for (int64_t c = 0; c < width; ++c) {
+        const float got = bf16_to_f32(gpu[i * p.out_stride() + c]);
+        ASSERT_FALSE(std::isnan(got)) << "row " << i << " column " << c;
+        const double want = cpu[i * width + c];
+        error += (got - want) * (got - want);
+        norm += want * want;
+      }
+    }
+    EXPECT_LE(std::sqrt(error / std::max(norm, 1e-30)), 1e-2)
+        << "segment q [" << s.q_begin << ", +" << s.q_count << ") kv [" << s.kv_begin << ", +"
+        << s.kv_count << ") heads " << p.q_heads << "/" << p.kv_heads << " d " << p.head_dim;
+  }
+  for (int64_t i = 0; i < p.rows; ++i) {
+    for (int64_t c = written[i] ? width : 0; c < p.out_stride(); ++c) {
+      ASSERT_EQ(gpu[i * p.out_stride() + c], kPoison) << "row " << i << " column " << c;
+    }
+  }
+}
+
+struct Heads {
+  int64_t q, kv;
+};
+
+TEST_F(CudaAttention, PackedBatchMatchesCpuWithGqa) {
+  // Three sequences of 1, 37 and 200 rows, each attending to itself only.
+  const std::vector<AttentionSegment> segments = {{0, 1, 0, 1}, {1, 37, 1, 37}, {38, 200, 38, 200}};
+  for (int64_t head_dim : {128, 64}) {
+    for (Heads heads : {Heads{4, 4}, Heads{4, 2}, Heads{7, 1}}) {
+      const Problem p(238, heads.q, heads.kv, head_dim, static_cast<uint32_t>(head_dim + heads.q));
+      expect_close(p, segments, p.run_gpu(segments), p.run_cpu(segments));
+    }
+  }
+}
+
+// Query chunks (q_count < kv_count), candidate-only rows, and segments longer than one tile of
+// queries (128) and of keys (64), with ragged ends.
+TEST_F(CudaAttention, QueryChunksAndCandidateRows) {
+  const std::vector<AttentionSegment> segments = {
+      {0, 130, 0, 300}, {130, 170, 0, 300},    // a 300-row sequence in two query chunks
+      {310, 4, 300, 50}, {360, 3, 350, 40},    // candidate rows of two short sequences
+      {400, 259, 400, 259}};                   // a whole sequence: 3 query tiles, 5 key tiles
+  for (int64_t head_dim : {128, 64}) {
+    for (Heads heads : {Heads{2, 2}, Heads{6, 3}, Heads{7, 1}}) {
+      const Problem p(659, heads.q, heads.kv, head_dim, static_cast<uint32_t>(7 * head_dim + heads.kv));
+      expect_close(p, segments, p.run_gpu(segments), p.run_cpu(segments));
+    }
+  }
+}
+
+// Splitting a sequence's queries into segments at arbitrary rows (not multiples of the 128-row
+// query tile), in any order, changes no output bit.
+TEST_F(CudaAttention, QueryChunkingIsBitExact) {
+  std::mt19937 rng(17);
+  for (int64_t head_dim : {128, 64}) {
+    const int64_t length = 700;
+    const Problem p(length, 4, 2, head_dim, static_cast<uint32_t>(head_dim));
+    const std::vector<uint16_t> whole = p.run_gpu({{0, length, 0, length}});
+    for (int trial = 0; trial < 3; ++trial) {
+      std::vector<AttentionSegment> chunks;
+      for (int64_t row = 0; row < length;) {
+        const int64_t rows = std::min<int64_t>(length - row, 1 + rng() % 200);
+        chunks.push_back({row, rows, 0, length});
+        row += rows;
+      }
+      std::shuffle(chunks.begin(), chunks.end(), rng);
+      const std::vector<uint16_t> chunked = p.run_gpu(chunks);
+      EXPECT_EQ(std::memcmp(whole.data(), chunked.data(), whole.size() * 2), 0)
+          << "d " << head_dim << " trial " << trial << " (" << chunks.size() << " chunks)";
+    }
+  }
+}
+
+// Row offsets past 2^31 elements: one segment at rows 2100..2200 of a buffer whose row stride is
+// 2^20 elements (4.6 GB), so every row offset overflows int32. Only the named rows are filled.
+TEST_F(CudaAttention, RowOffsetsBeyond32Bits) {
+  constexpr int64_t kStride = int64_t{1} << 20, kRows = 2200, kHeads = 2, kDim = 128;
+  constexpr int64_t kKvBegin = 2100, kQBegin = 2140;
+  DeviceBuffer big;
+  if (!big.try_allocate(kRows * kStride * 2)) GTEST_SKIP() << "cannot allocate 4.6 GB";
+
+  // The values of a compact problem (rows [kKvBegin, kRows)), copied into the wide rows: q, k, v at
+  // the compact columns, the output right after them.
+  const int64_t used = kRows - kKvBegin;
+  const Problem compact(used, kHeads, kHeads, kDim, 99);
+  const int64_t width = compact.stride(), out_width = kHeads * kDim;
+  auto* base = static_cast<uint16_t*>(big.data);
+  MOSAIC_CUDA_CHECK(cudaMemcpy2D(base + kKvBegin * kStride, kStride * 2, compact.qkv.data(), width * 2,
+                                 width * 2, used, cudaMemcpyHostToDevice));
+  const std::vector<AttentionSegment> segments = {{kQBegin, kRows - kQBegin, kKvBegin, used}};
+  DeviceBuffer device_segments(sizeof(AttentionSegment));
+  upload(device_segments, segments);
+  AttentionArgs args;
+  args.q = base, args.q_stride = kStride;
+  args.k = base + kHeads * kDim, args.k_stride = kStride;
+  args.v = base + 2 * kHeads * kDim, args.v_stride = kStride;
+  args.out = base + width, args.out_stride = kStride;
+  args.q_heads = kHeads, args.kv_heads = kHeads, args.head_dim = kDim;
+  args.scale = compact.scale();
+  args.segments = static_cast<const AttentionSegment*>(device_segments.data);
+  args.segment_count = 1, args.max_q_rows = kRows - kQBegin;
+  attention(args, nullptr);
+  MOSAIC_CUDA_CHECK(cudaGetLastError());
+  MOSAIC_CUDA_CHECK(cudaDeviceSynchronize());
+  const int64_t q_rows = kRows - kQBegin;
+  std::vector<uint16_t> gpu(q_rows * out_width);
+  MOSAIC_CUDA_CHECK(cudaMemcpy2D(gpu.data(), out_width * 2, base + kQBegin * kStride + width,
+                                 kStride * 2, out_width * 2, q_rows, cudaMemcpyDeviceToHost));
+
+  const std::vector<float> cpu = compact.run_cpu({{kQBegin - kKvBegin, q_rows, 0, used}});
+  double error = 0, norm = 0;
+  for (int64_t i = 0; i < q_rows; ++i) {
+    for (int64_t c = 0; c < out_width; ++c) {
+      const float got = bf16_to_f32(gpu[i * out_width + c]);
+      ASSERT_FALSE(std::isnan(got)) << "row " << kQBegin + i;
+      const double want = cpu[(kQBegin - kKvBegin + i) * out_width + c];
+      error += (got - want) * (got - want);
+      norm += want * want;
+    }
+  }
+  EXPECT_LE(std::sqrt(error / norm), 1e-2);
+}
+
+}  // namespace
+}  // namespace mosaic::cuda

@@ -1,0 +1,271 @@
+#include "exec/cuda_executor.h"
+
+#include <cmath>
+#include <cstring>
+#include <map>
+
+#include "backend/cuda/attention.h"
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/elementwise.h"
+#include "backend/cuda/gemm.h"
+#include "backend/cuda/lm_head.h"
+#include "core/error.h"
+#include "core/format_bytes.h"
+#include "core/half.h"
+
+namespace mosaic {
+namespace {
+
+constexpr uint64_t kAlign = 256;
+
+uint64_t elements_of(const WeightView& view) {
+  uint64_t count = 1;
+  for (int64_t extent : view.shape) count *= static_cast<uint64_t>(extent);
+  return count;
+}
+
+// A growable device buffer for small per-step data (segments, sampling rows).
+struct DeviceBuffer {
+  void* data = nullptr;
+  size_t size = 0;
+  void* fit(size_t bytes) {
+    if (bytes <= size) return data;
+    if (data != nullptr) MOSAIC_CUDA_CHECK(cudaFree(data));
+    size = std::max<size_t>(bytes, 4096);
+    MOSAIC_CUDA_CHECK(cudaMalloc(&data, size));
+    return data;
+  }
+  ~DeviceBuffer() {
+    if (data != nullptr) cudaFree(data);
+  }
+};
+
+}  // namespace
+
+struct CudaExecutor::Impl {
+  const Model& model;
+  int device;
+  cudaStream_t stream = nullptr;
+  void* weights = nullptr;   // one allocation, bf16 tensors at 256-byte aligned offsets
+  uint64_t weight_bytes = 0;
+  std::map<const void*, const void*> device_of;  // host view data -> device bf16 copy
+  cuda::Gemm gemm;
+  DeviceBuffer segments, sampling;
+
+  Impl(const Model& m, int d) : model(m), device(d) {}
+
+  const void* on_device(const WeightView& view) const {
+    const auto found = device_of.find(view.data);
+    MOSAIC_ASSERT(found != device_of.end(), "weight {} was not uploaded", view.name);
+    return found->second;
+  }
+};
+
+uint64_t CudaExecutor::head_scratch_per_row(int64_t vocab) {
+  return (cuda::lm_head_scratch_bytes(1024, vocab) + 1023) / 1024;
+}
+
+CudaExecutor::CudaExecutor(const Model& model, int device) : impl_(std::make_unique<Impl>(model, device)) {
+  MOSAIC_CUDA_CHECK(cudaSetDevice(device));
+  MOSAIC_CUDA_CHECK(cudaStreamCreateWithFlags(&impl_->stream, cudaStreamNonBlocking));
+
+  // Every distinct tensor once (a tied LM head is the embedding).
+  const ModelWeights& w = model.weights();
+  std::vector<const WeightView*> views = {&w.embedding, &w.final_norm, &w.lm_head};
+  for (const LayerWeights& l : w.layers)
+    for (const WeightView* v : {&l.attn_norm, &l.q, &l.k, &l.v, &l.q_bias, &l.k_bias, &l.v_bias, &l.o,
+                                &l.ffn_norm, &l.gate, &l.up, &l.down})
+      views.push_back(v);
+  std::map<const void*, uint64_t> offsets;
+  uint64_t total = 0;
+  for (const WeightView* view : views) {
+    if (!*view || offsets.contains(view->data)) continue;
+    offsets[view->data] = total;
+    total += (elements_of(*view) * 2 + kAlign - 1) / kAlign * kAlign;
+  }
+  const cudaError_t status = cudaMalloc(&impl_->weights, total);
+  if (status == cudaErrorMemoryAllocation) {
+    cudaGetLastError();
+    fail("the GPU cannot hold the weights ({} as bf16)", format_bytes(total));
+  }
+  MOSAIC_CUDA_CHECK(status);
+  impl_->weight_bytes = total;
+  std::vector<uint16_t> converted;
+  for (const WeightView* view : views) {
+    if (!*view || impl_->device_of.contains(view->data)) continue;
+    auto* target = static_cast<std::byte*>(impl_->weights) + offsets[view->data];
+    const uint64_t count = elements_of(*view);
+    const void* source = view->data;
+    if (view->dtype != DType::bf16) {  // convert once on the host
+      converted.resize(count);
+      for (uint64_t i = 0; i < count; ++i) {
+        const float value = view->dtype == DType::f32 ? static_cast<const float*>(view->data)[i]
+                                                      : f16_to_f32(static_cast<const uint16_t*>(view->data)[i]);
+        converted[i] = f32_to_bf16(value);
+      }
+      source = converted.data();
+    }
+    MOSAIC_CUDA_CHECK(cudaMemcpy(target, source, count * 2, cudaMemcpyHostToDevice));
+    impl_->device_of[view->data] = target;
+  }
+}
+
+CudaExecutor::~CudaExecutor() {
+  if (impl_->stream != nullptr) cudaStreamSynchronize(impl_->stream);
+  if (impl_->weights != nullptr) cudaFree(impl_->weights);
+  if (impl_->stream != nullptr) cudaStreamDestroy(impl_->stream);
+}
+
+uint64_t CudaExecutor::weight_bytes() const { return impl_->weight_bytes; }
+
+uint64_t CudaExecutor::workspace_bytes() const {
+  return impl_->gemm.workspace_bytes() + impl_->segments.size + impl_->sampling.size;
+}
+
+std::vector<float> CudaExecutor::run(const Graph& graph, const PlannedStep& planned, CudaArena& arena,
+                                     const PackedBatch& batch, std::span<const HeadRowSampling> sampling) {
+  Impl& x = *impl_;
+  const ModelConfig& c = x.model.config();
+  const ModelWeights& w = x.model.weights();
+  const MemoryPlan& plan = planned.plan;
+  cudaStream_t stream = x.stream;
+  MOSAIC_ASSERT(plan.offsets.size() == graph.tensors.size() && planned.graph.op_count() == graph.op_count(),
+                "plan and graph disagree in structure");
+  MOSAIC_ASSERT(arena.mapped() >= plan.peak_bytes, "the arena does not cover the plan");
+  for (size_t t = 0; t < graph.tensors.size(); ++t) {
+    const GraphTensor& tensor = graph.tensors[t];
+    MOSAIC_ASSERT(tensor.bytes() <= planned.usages[t].bytes, "{} does not fit its slot", graph.tensor_name(int32_t(t)));
+    MOSAIC_ASSERT(tensor.dtype != DType::f32 || tensor.category == TensorCategory::head,
+                  "the CUDA backend runs bf16 activations ({} is fp32)", graph.tensor_name(int32_t(t)));
+  }
+  auto* base = static_cast<std::byte*>(arena.base());
+  auto address = [&](const TensorRef& ref) -> void* {
+    const GraphTensor& t = graph.tensors[static_cast<size_t>(ref.tensor)];
+    return base + plan.offsets[static_cast<size_t>(ref.tensor)] + ref.row * t.row_bytes();
+  };
+  auto i32 = [&](const TensorRef& ref) { return static_cast<int32_t*>(address(ref)); };
+  auto cols = [&](const TensorRef& ref) { return graph.tensors[static_cast<size_t>(ref.tensor)].cols; };
+
+  auto upload = [&](int32_t tensor, const std::vector<int32_t>& values) {
+    if (!values.empty())
+      MOSAIC_CUDA_CHECK(cudaMemcpyAsync(i32({tensor, 0}), values.data(), values.size() * 4,
+                                        cudaMemcpyHostToDevice, stream));
+  };
+  upload(graph.ids, batch.ids);
+  upload(graph.positions, batch.positions);
+  upload(graph.logit_rows, batch.logit_rows);
+  auto* segments = static_cast<AttentionSegment*>(x.segments.fit(graph.segments.size() * sizeof(AttentionSegment)));
+  if (!graph.segments.empty())
+    MOSAIC_CUDA_CHECK(cudaMemcpyAsync(segments, graph.segments.data(), graph.segments.size() * sizeof(AttentionSegment),
+                                      cudaMemcpyHostToDevice, stream));
+  HeadRowSampling* device_sampling = nullptr;
+  if (!sampling.empty()) {
+    device_sampling = static_cast<HeadRowSampling*>(x.sampling.fit(sampling.size_bytes()));
+    MOSAIC_CUDA_CHECK(cudaMemcpyAsync(device_sampling, sampling.data(), sampling.size_bytes(),
+                                      cudaMemcpyHostToDevice, stream));
+  }
+
+  const auto rope_precision = c.family == Family::llada ? cuda::RopePrecision::fp32 : cuda::RopePrecision::bf16_tables;
+  const float eps = static_cast<float>(c.rms_eps);
+  auto weight = [&](int32_t layer, WeightRole role) -> const WeightView& {
+    if (layer < 0) return role == WeightRole::embedding ? w.embedding : role == WeightRole::final_norm ? w.final_norm : w.lm_head;
+    const LayerWeights& l = w.layers[static_cast<size_t>(layer)];
+    switch (role) {
+      case WeightRole::attn_norm: return l.attn_norm;
+      case WeightRole::q: return l.q;
+      case WeightRole::k: return l.k;
+      case WeightRole::v: return l.v;
+      case WeightRole::q_bias: return l.q_bias;
+      case WeightRole::k_bias: return l.k_bias;
+      case WeightRole::v_bias: return l.v_bias;
+      case WeightRole::o: return l.o;
+      case WeightRole::ffn_norm: return l.ffn_norm;
+      case WeightRole::gate: return l.gate;
+      case WeightRole::up: return l.up;
+      default: return l.down;
+    }
+  };
+  auto bias_of = [](WeightRole role) {
+    return role == WeightRole::q ? WeightRole::q_bias : role == WeightRole::k ? WeightRole::k_bias : WeightRole::v_bias;
+  };
+
+  for (const GraphOp& op : graph.ops) {
+    if (op.rows == 0) continue;
+    switch (op.kind) {
+      case OpKind::embed:
+        cuda::embedding_gather(op.rows, c.hidden, i32(op.a), x.on_device(w.embedding), DType::bf16,
+                               address(op.out), cols(op.out), stream);
+        break;
+      case OpKind::rms_norm:
+        cuda::rms_norm(op.rows, c.hidden, address(op.a), cols(op.a),
+                       op.index.valid() ? i32(op.index) : nullptr, x.on_device(weight(op.layer, op.weight)),
+                       eps, address(op.out), cols(op.out), stream);
+        break;
+      case OpKind::linear: {
+        const WeightView& view = weight(op.layer, op.weight);
+        cuda::GemmArgs args;
+        args.m = op.rows, args.n = view.shape[0], args.k = view.shape[1];
+        args.a = address(op.a), args.lda = cols(op.a);
+        args.b = x.on_device(view), args.ldb = view.shape[1];
+        args.c = address(op.out), args.ldc = cols(op.out), args.c_dtype = DType::bf16;
+        if (op.has_bias) args.bias = x.on_device(weight(op.layer, bias_of(op.weight)));
+        x.gemm.run(args, stream);
+        break;
+      }
+      case OpKind::rope:
+        cuda::rope(op.rows, cols(op.out) / c.head_dim, c.head_dim, address(op.out), cols(op.out), i32(op.b),
+                   c.rope_theta, rope_precision, stream);
+        break;
+      case OpKind::attention: {
+        cuda::AttentionArgs args;
+        args.q = address(op.a), args.q_stride = cols(op.a);
+        args.k = address(op.b), args.k_stride = cols(op.b);
+        args.v = address(op.c), args.v_stride = cols(op.c);
+        args.out = address(op.out), args.out_stride = cols(op.out);
+        args.q_heads = c.heads, args.kv_heads = c.kv_heads, args.head_dim = c.head_dim;
+        args.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+        args.segments = segments + op.segment_begin;
+        args.segment_count = op.segment_count;
+        for (int32_t s = 0; s < op.segment_count; ++s)
+          args.max_q_rows = std::max(args.max_q_rows, graph.segments[op.segment_begin + s].q_count);
+        cuda::attention(args, stream);
+        break;
+      }
+      case OpKind::swiglu:
+        cuda::swiglu(op.rows, cols(op.out), address(op.out), cols(op.out), address(op.b), cols(op.b), stream);
+        break;
+      case OpKind::add:
+        cuda::add_inplace(op.rows, cols(op.out), address(op.out), cols(op.out), address(op.b), cols(op.b), stream);
+        break;
+      case OpKind::lm_head: {
+        cuda::GemmArgs args;
+        args.m = op.rows, args.n = c.vocab, args.k = c.hidden;
+        args.a = address(op.a), args.lda = cols(op.a);
+        args.b = x.on_device(w.lm_head), args.ldb = c.hidden;
+        args.c = address(op.out), args.ldc = cols(op.out), args.c_dtype = DType::f32;
+        x.gemm.run(args, stream);
+        break;
+      }
+      case OpKind::lm_head_stats: {
+        MOSAIC_ASSERT(op.scratch.valid(), "the CUDA fused head needs its scratch tensor (head_scratch_per_row)");
+        cuda::LmHeadArgs args;
+        args.rows = op.rows, args.hidden = c.hidden, args.vocab = c.vocab;
+        args.h = address(op.a), args.h_stride = cols(op.a);
+        args.weight = x.on_device(w.lm_head);
+        args.sampling = device_sampling ? device_sampling + op.out.row : nullptr;
+        args.out = static_cast<float*>(address(op.out)), args.out_stride = cols(op.out);
+        args.scratch = address(op.scratch);
+        cuda::lm_head_sample(args, stream);
+        break;
+      }
+    }
+  }
+  const GraphTensor& output = graph.tensors[static_cast<size_t>(graph.output)];
+  std::vector<float> result(static_cast<size_t>(output.rows * output.cols));
+  MOSAIC_CUDA_CHECK(cudaMemcpyAsync(result.data(), address({graph.output, 0}), result.size() * sizeof(float),
+                                    cudaMemcpyDeviceToHost, stream));
+  MOSAIC_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return result;
+}
+
+}  // namespace mosaic
