@@ -10,6 +10,7 @@ namespace mosaic::cli {
 
 using Action = std::function<int()>;
 
+Action register_bench(CLI::App& app);
 Action register_forward(CLI::App& app);
 Action register_generate(CLI::App& app);
 Action register_make_test_model(CLI::App& app);

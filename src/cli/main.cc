@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   auto add = [&](mosaic::cli::Action action) {
     actions.emplace(app.get_subcommands({}).back(), std::move(action));
   };
+  add(mosaic::cli::register_bench(app));
   add(mosaic::cli::register_forward(app));
   add(mosaic::cli::register_generate(app));
   add(mosaic::cli::register_info(app));

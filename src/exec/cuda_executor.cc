@@ -51,6 +51,7 @@ struct CudaExecutor::Impl {
   std::map<const void*, const void*> device_of;  // host view data -> device bf16 copy
   cuda::Gemm gemm;
   DeviceBuffer segments, sampling;
+  std::chrono::steady_clock::time_point launch_end;
 
   Impl(const Model& m, int d) : model(m), device(d) {}
 
@@ -117,6 +118,8 @@ CudaExecutor::~CudaExecutor() {
 }
 
 uint64_t CudaExecutor::weight_bytes() const { return impl_->weight_bytes; }
+
+std::chrono::steady_clock::time_point CudaExecutor::last_launch_end() const { return impl_->launch_end; }
 
 uint64_t CudaExecutor::workspace_bytes() const {
   return impl_->gemm.workspace_bytes() + impl_->segments.size + impl_->sampling.size;
@@ -262,6 +265,7 @@ std::vector<float> CudaExecutor::run(const Graph& graph, const PlannedStep& plan
   }
   const GraphTensor& output = graph.tensors[static_cast<size_t>(graph.output)];
   std::vector<float> result(static_cast<size_t>(output.rows * output.cols));
+  x.launch_end = std::chrono::steady_clock::now();
   MOSAIC_CUDA_CHECK(cudaMemcpyAsync(result.data(), address({graph.output, 0}), result.size() * sizeof(float),
                                     cudaMemcpyDeviceToHost, stream));
   MOSAIC_CUDA_CHECK(cudaStreamSynchronize(stream));

@@ -6,6 +6,8 @@
 
 #include <cuda_runtime.h>
 
+#include <chrono>
+
 #include <memory>
 #include <span>
 #include <vector>
@@ -30,6 +32,9 @@ class CudaExecutor {
   // plan's peak). Returns the output tensor (fp32 logits or head statistics), copied to the host.
   std::vector<float> run(const Graph& graph, const PlannedStep& planned, CudaArena& arena,
                          const PackedBatch& batch, std::span<const HeadRowSampling> sampling = {});
+
+  // When the last run() had enqueued all its work (before it waited for the result).
+  std::chrono::steady_clock::time_point last_launch_end() const;
 
   uint64_t weight_bytes() const;      // device bytes of the uploaded weights
   uint64_t workspace_bytes() const;   // cuBLASLt workspace and small per-step buffers

@@ -1,5 +1,8 @@
 #include "exec/step_runner.h"
 
+#include <algorithm>
+#include <chrono>
+
 #include "core/error.h"
 #include "core/format_bytes.h"
 
@@ -38,6 +41,7 @@ ChunkConfig CpuStepRunner::chunks_for(const StepShape& shape, HeadMode head) {
 }
 
 StepOutput CpuStepRunner::run(const StepInput& input) {
+  const auto start = std::chrono::steady_clock::now();
   const PackedBatch packed = pack_batch(model_.config(), input.sequences);
   StepShape shape;
   for (const SequenceRows& sequence : input.sequences) {
@@ -57,6 +61,7 @@ StepOutput CpuStepRunner::run(const StepInput& input) {
   out.planned_peak = planned->memory.planned_peak;
   out.lower_bound = planned->memory.lower_bound;
   out.average_live = planned->memory.average_live;
+  out.host_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   out.arena_bytes = arena_.size();
   return out;
 }
@@ -73,7 +78,9 @@ CudaStepRunner::CudaStepRunner(const Model& model, int device, std::optional<uin
   logits_planner_ = std::make_unique<StepPlanner>(model.config(), logits_options_);
   stats_planner_ = std::make_unique<StepPlanner>(model.config(), stats_options_);
   if (budget) {
-    const uint64_t fixed = executor_->weight_bytes() + executor_->workspace_bytes();
+    // The planner reserves 64 MiB beside weights and arena for cuBLASLt and the per-step index
+    // and sampling buffers (PlanRequest::device "cuda"); keep at least that out of the arena.
+    const uint64_t fixed = executor_->weight_bytes() + std::max<uint64_t>(executor_->workspace_bytes(), uint64_t{64} << 20);
     if (fixed >= *budget)
       fail("the weights and workspace ({}) alone exceed the budget of {}", format_bytes(fixed), format_bytes(*budget));
     activation_budget_ = *budget - fixed;
@@ -104,6 +111,7 @@ ChunkConfig CudaStepRunner::chunks_for(const StepShape& shape, HeadMode head) {
 }
 
 StepOutput CudaStepRunner::run(const StepInput& input) {
+  const auto start = std::chrono::steady_clock::now();
   const PackedBatch packed = pack_batch(model_.config(), input.sequences);
   StepShape shape;
   for (const SequenceRows& sequence : input.sequences) {
@@ -126,6 +134,7 @@ StepOutput CudaStepRunner::run(const StepInput& input) {
   out.planned_peak = planned->memory.planned_peak;
   out.lower_bound = planned->memory.lower_bound;
   out.average_live = planned->memory.average_live;
+  out.host_seconds = std::chrono::duration<double>(executor_->last_launch_end() - start).count();
   out.arena_bytes = arena_->mapped();
   return out;
 }

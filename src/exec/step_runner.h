@@ -35,6 +35,9 @@ struct StepOutput {
   // the live bytes over ops, and what the arena has mapped. PAR = peak / average; inflation =
   // arena bytes / lower bound.
   uint64_t planned_peak = 0, lower_bound = 0, average_live = 0, arena_bytes = 0;
+  // Seconds the host spent on the step before waiting for its result (packing, planning, kernel
+  // launches); on the CPU backend the whole step.
+  double host_seconds = 0;
 };
 
 class StepRunner {

@@ -1,0 +1,106 @@
+// StepBench: one step of the "Measuring" shape (ARCHITECTURE.md), timed on the chosen backend.
+#include "mosaic/bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+
+#include "api/step_runner_factory.h"
+#include "core/error.h"
+#include "model/model_weights.h"
+
+namespace mosaic {
+
+double step_flops(int64_t hidden, int64_t layers, int64_t heads, int64_t kv_heads, int64_t head_dim,
+                  int64_t ffn, int64_t vocab, int64_t length, int64_t candidates) {
+  const double d = double(hidden), L = double(length);
+  const double q = double(heads * head_dim), kv = double(kv_heads * head_dim);
+  // q, k, v, o projections and the gated MLP (gate, up, down), per token and layer.
+  const double projections = 2.0 * (d * (q + 2 * kv) + q * d + 3.0 * d * double(ffn));
+  // Q K^T and P V over every head: 2 * L * L * head_dim each.
+  const double attention = 4.0 * L * L * double(head_dim) * double(heads);
+  return double(layers) * (L * projections + attention) + 2.0 * double(candidates) * d * double(vocab);
+}
+
+namespace {
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+}  // namespace
+
+struct StepBench::Impl {
+  std::unique_ptr<Model> model;
+  BackendChoice backend;
+};
+
+StepBench::StepBench(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+StepBench::~StepBench() = default;
+
+std::unique_ptr<StepBench> StepBench::open(const std::filesystem::path& model_dir, const EngineOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  impl->model = Model::load(model_dir);
+  impl->backend = make_step_runner(*impl->model, options);
+  return std::unique_ptr<StepBench>(new StepBench(std::move(impl)));
+}
+
+std::string StepBench::device() const { return impl_->backend.device; }
+std::string StepBench::family() const { return std::string(family_name(impl_->model->config().family)); }
+
+StepBenchmark StepBench::run(int64_t length, int64_t masked, double temperature, int warmup, int repeats,
+                             uint64_t seed) {
+  const ModelConfig& c = impl_->model->config();
+  if (length <= 0 || masked <= 0 || masked > length)
+    fail("a benchmark step needs 0 < masked ({}) <= length ({})", masked, length);
+  if (warmup < 0 || repeats <= 0) fail("--warmup must be >= 0 and --repeats > 0");
+  if (temperature < 0) fail("--temperature must be >= 0 (got {})", temperature);
+
+  std::vector<int32_t> ids(static_cast<size_t>(length));
+  std::mt19937_64 rng(seed);
+  for (int64_t p = 0; p < length - masked; ++p) {
+    int32_t id;
+    do id = static_cast<int32_t>(rng() % static_cast<uint64_t>(c.vocab));
+    while (id == c.mask_token_id);
+    ids[p] = id;
+  }
+  std::vector<int32_t> rows;
+  for (int64_t p = length - masked; p < length; ++p) {
+    ids[p] = static_cast<int32_t>(c.mask_token_id);
+    rows.push_back(static_cast<int32_t>(p));
+  }
+  StepInput input;
+  input.sequences.push_back({ids, rows});
+  for (const int32_t row : rows) {
+    HeadRowSampling how;
+    how.seed = seed;
+    how.position = static_cast<uint32_t>(row);
+    how.choice_inv_temperature = temperature > 0 ? 1.0 / temperature : 0.0;
+    how.choice_bans[0] = static_cast<int32_t>(c.mask_token_id);
+    input.sampling.push_back(how);
+  }
+
+  StepBenchmark b;
+  b.length = length, b.masked = masked, b.temperature = temperature;
+  b.flops = step_flops(c.hidden, c.layers, c.heads, c.kv_heads, c.head_dim, c.ffn, c.vocab, length, masked);
+  b.weight_bytes = impl_->model->weights().bytes;
+  for (int i = 0; i < warmup + repeats; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    const StepOutput out = impl_->backend.runner->run(input);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    if (i < warmup) continue;
+    b.step_ms.push_back(ms);
+    b.host_ms.push_back(out.host_seconds * 1e3);
+    b.chunks = out.chunks.to_string();
+    b.planned_peak = out.planned_peak, b.lower_bound = out.lower_bound;
+    b.average_live = out.average_live, b.arena_bytes = out.arena_bytes;
+  }
+  b.median_ms = median(b.step_ms);
+  b.median_host_ms = median(b.host_ms);
+  return b;
+}
+
+}  // namespace mosaic

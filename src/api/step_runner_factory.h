@@ -1,0 +1,23 @@
+// The backend a model's steps run on, as EngineOptions choose it: the GPU for "auto" when Mosaic
+// was built with CUDA and a device is visible, else the CPU; "cuda" without a device is an error.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "exec/step_runner.h"
+#include "model/model_weights.h"
+#include "mosaic/engine.h"
+
+namespace mosaic {
+
+struct BackendChoice {
+  std::unique_ptr<StepRunner> runner;
+  std::string device;  // "cpu" | "cuda"
+};
+
+// Throws mosaic::Error for an unknown device, "cuda" with no usable GPU, or a budget the weights
+// (and workspaces) alone exceed.
+BackendChoice make_step_runner(const Model& model, const EngineOptions& options);
+
+}  // namespace mosaic
