@@ -1,0 +1,161 @@
+"""mosaic.Engine: a model folder opened once; generate, stream, forward and plan on it."""
+
+import difflib
+import os
+import re
+
+from mosaic import _mosaic
+from mosaic.byte_size import parse_byte_size
+from mosaic.inputs import forward_batch, split_prompts, token_ids
+from mosaic.model_files import check_model_folder
+from mosaic.planning import find_lmax, plan
+from mosaic.results import GenerationResult, StepEvent
+from mosaic.streaming import stream_steps
+
+_DEVICE = re.compile(r"auto|cpu|cuda(?::(\d+))?")
+
+
+class Engine:
+    """A Hugging Face model folder (LLaDA or Dream: config.json, *.safetensors, tokenizer.json)
+    loaded by Mosaic's C++ engine.
+
+    device: "auto" (the GPU when there is one and Mosaic was built with CUDA), "cpu", "cuda"
+    or "cuda:N". budget: all memory the engine may use (weights + workspace + activations), as
+    bytes or a string such as "24GiB"; steps above it are chunked lazily.
+
+    Missing files raise FileNotFoundError; damaged ones and invalid options mosaic.Error (a
+    ValueError) with the engine's one-line message.
+    """
+
+    def __init__(self, model_dir, device="auto", budget=None):
+        if not isinstance(model_dir, (str, os.PathLike)):
+            raise TypeError(f"model_dir must be a path, got {type(model_dir).__name__}")
+        self.model_dir = os.fspath(model_dir)
+        check_model_folder(self.model_dir)
+        kind, index = _parse_device(device)
+        self.budget = None if budget is None else parse_byte_size(budget, "budget")
+        self._engine = _mosaic._Engine(self.model_dir, kind, index, self.budget)
+        self._info = self._engine.info
+
+    # --- the model ------------------------------------------------------------------------
+    @property
+    def info(self):
+        """The model's architecture, special ids, weight size and the device it runs on."""
+        return dict(self._info)
+
+    @property
+    def device(self):
+        return self._info["device"]
+
+    @property
+    def has_tokenizer(self):
+        return self._engine.has_tokenizer
+
+    def encode(self, text, chat=False):
+        """Token ids of `text` (wrapped in the model's chat format with chat=True)."""
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, got {type(text).__name__}")
+        return self._engine.encode(text, bool(chat))
+
+    def decode(self, ids):
+        """Text of token ids, special tokens skipped."""
+        self._require_tokenizer()
+        return self._engine.decode(token_ids(ids, "ids"))
+
+    # --- generation -----------------------------------------------------------------------
+    def generate(self, prompt, *, chat=False, allow_long_context=False, **sampling):
+        """Generates for `prompt`: text, token ids, or a list of either (a batch, one packed
+        forward per step). Sampling options are `mosaic generate`'s, with underscores:
+        gen_length, steps, block_length, temperature, seed, remasking, cfg_scale, alg, top_p,
+        top_k, threshold, factor, ... (mosaic.SAMPLING_OPTIONS). Returns a GenerationResult,
+        or a list of them for a batch. Ctrl-C cancels at the next step and raises
+        KeyboardInterrupt."""
+        prompts, batched = self._prepare(prompt, chat, sampling, "generate")
+        results = self._engine.generate(prompts, sampling, None, bool(allow_long_context))
+        results = [GenerationResult(**result) for result in results]
+        return results if batched else results[0]
+
+    def stream(self, prompt, *, chat=False, allow_long_context=False, **sampling):
+        """Like generate(), but a generator of StepEvent, one per step of each prompt, while the
+        generation runs in a worker thread. Leaving the loop early cancels the generation. The
+        generator's return value (StopIteration.value) is the list of GenerationResult."""
+        prompts, _ = self._prepare(prompt, chat, sampling, "stream")
+        decode = self._engine.decode if self.has_tokenizer else None
+        mask = self._info["mask_token_id"]
+
+        def run(on_step):
+            results = self._engine.generate(prompts, sampling, on_step, bool(allow_long_context))
+            return [GenerationResult(**result) for result in results]
+
+        return stream_steps(run, lambda step: StepEvent(**step, mask_token_id=mask, _decode=decode))
+
+    def _prepare(self, prompt, chat, sampling, caller):
+        unknown = [name for name in sampling if name not in _mosaic.SAMPLING_OPTIONS]
+        if unknown:
+            close = difflib.get_close_matches(unknown[0], _mosaic.SAMPLING_OPTIONS, n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise TypeError(f"{caller}() got an unexpected keyword argument '{unknown[0]}'{hint}; "
+                            f"sampling options: {', '.join(_mosaic.SAMPLING_OPTIONS)}")
+        _mosaic.check_sampling(sampling)  # types and choices, before any work starts
+        items, batched = split_prompts(prompt)
+        prompts = []
+        for i, item in enumerate(items):
+            what = f"prompt {i}" if batched else "prompt"
+            if isinstance(item, str):
+                if not item:
+                    raise ValueError(f"{what} is empty")
+                self._require_tokenizer("give token ids instead of text")
+                prompts.append(self._engine.encode(item, bool(chat)))
+            else:
+                if chat:
+                    raise ValueError(f"{what}: chat=True applies to text; token ids are used as given")
+                ids = token_ids(item, what)
+                if ids.size == 0:
+                    raise ValueError(f"{what} is empty")
+                prompts.append(ids.tolist())
+        return prompts, batched
+
+    # --- forward --------------------------------------------------------------------------
+    def forward(self, ids, rows=None, *, return_memory=False):
+        """Logits of the requested rows only (mask-only: no other row's logits are computed),
+        float32 [rows, vocab]. `ids`: one sequence, or a list of them (a packed batch; rows
+        in batch order). `rows`: positions per sequence; None asks for every position holding
+        the mask id. With return_memory=True: (logits, {planned_peak_bytes, ...})."""
+        sequences, rows = forward_batch(ids, rows, self._info["mask_token_id"])
+        logits, memory = self._engine.forward(sequences, rows)
+        return (logits, memory) if return_memory else logits
+
+    # --- memory planning ------------------------------------------------------------------
+    def plan(self, seq_len=None, *, budget=None, device=None, **shape):
+        """The memory plan of one step of this model as a dict (`mosaic plan --json`), for the
+        engine's device and budget unless given. Shape options as mosaic.plan(): prompt_len,
+        masked, batch, chunks, dtype, head, planner, temperature, timeline."""
+        return plan(self.model_dir, seq_len, budget=self.budget if budget is None else budget,
+                    device=device or self.device, **shape)
+
+    def find_lmax(self, budget=None, *, device=None, **options):
+        """The longest sequence one step of this model fits in `budget` (default: the engine's)."""
+        budget = self.budget if budget is None else budget
+        if budget is None:
+            raise ValueError("find_lmax needs a budget (this engine was opened without one)")
+        return find_lmax(self.model_dir, budget, device=device or self.device, **options)
+
+    def _require_tokenizer(self, advice="use token ids"):
+        if not self.has_tokenizer:
+            raise _mosaic.Error(f"{self.model_dir}: no tokenizer.json in the model folder; {advice}")
+
+    def __repr__(self):
+        budget = "" if self.budget is None else f", budget={self.budget}"
+        return (f"mosaic.Engine({self.model_dir!r}, {self._info['family']}, {self._info['layers']} layers, "
+                f"device={self.device!r}{budget})")
+
+
+def _parse_device(device):
+    if not isinstance(device, str):
+        raise TypeError(f"device must be a string ('auto', 'cpu', 'cuda' or 'cuda:N'), got {type(device).__name__}")
+    match = _DEVICE.fullmatch(device)
+    if not match:
+        raise ValueError(f"device '{device}' is not supported (expected 'auto', 'cpu', 'cuda' or 'cuda:N')")
+    if device.startswith("cuda"):
+        return "cuda", int(match.group(1) or 0)
+    return device, 0

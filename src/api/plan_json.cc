@@ -1,0 +1,68 @@
+// JSON documents of plans and L_max searches (include/mosaic/plan_json.h).
+#include "mosaic/plan_json.h"
+
+#include <nlohmann/json.hpp>
+
+namespace mosaic {
+namespace {
+
+nlohmann::ordered_json report_document(const PlanReport& r, bool with_timeline) {
+  nlohmann::ordered_json j;
+  j["model"] = r.model;
+  j["family"] = r.family;
+  j["weight_bytes"] = r.weight_bytes;
+  j["weight_dtype"] = r.weight_dtype;
+  j["sequences"] = r.sequences;
+  j["tokens"] = r.tokens;
+  j["candidates"] = r.candidates;
+  j["activation_peak_bytes"] = r.activation_peak;
+  j["lower_bound_bytes"] = r.lower_bound;
+  j["average_live_bytes"] = r.average_live;
+  j["par"] = r.par;
+  j["inflation"] = r.inflation;
+  j["tensors"] = r.tensor_count;
+  j["ops"] = r.op_count;
+  j["planning_ms"] = r.planning_ms;
+  j["chunks"] = {{"qkv", r.qkv_chunks}, {"attention", r.attention_chunks}, {"ffn", r.ffn_chunks},
+                 {"head", r.head_chunks}};
+  j["workspace_bytes"] = r.workspace_bytes;
+  j["mapped_bytes"] = r.mapped_bytes;
+  j["total_bytes"] = r.total_bytes();
+  if (r.budget) {
+    j["budget_bytes"] = *r.budget;
+    j["chunk_search_ms"] = r.chunk_search_ms;
+    j["chunk_probes"] = r.chunk_probes;
+    j["chunk_steps"] = r.chunk_steps;
+  }
+  j["peak_op"] = r.peak_op_name;
+  for (const auto& c : r.live_at_peak) j["live_at_peak"][c.category] = c.bytes;
+  for (const auto& t : r.largest_at_peak)
+    j["largest_at_peak"].push_back({{"tensor", t.name}, {"category", t.category}, {"bytes", t.bytes}});
+  if (with_timeline) {
+    j["categories"] = r.categories;
+    j["op_names"] = r.op_names;
+    j["timeline"] = r.timeline;
+  }
+  return j;
+}
+
+}  // namespace
+
+std::string plan_report_json(const PlanReport& report, bool with_timeline, int indent) {
+  return report_document(report, with_timeline).dump(indent);
+}
+
+std::string lmax_report_json(const LmaxReport& report, const PlanRequest& request,
+                             bool with_timeline, int indent) {
+  nlohmann::ordered_json j;
+  j["model"] = request.model;
+  j["budget_bytes"] = request.budget.value_or(0);
+  j["temperature"] = request.temperature;
+  j["l_max"] = report.l_max;
+  j["steps_tried"] = report.steps_tried;
+  j["search_ms"] = report.search_ms;
+  if (report.l_max > 0) j["at_l_max"] = report_document(report.at_l_max, with_timeline);
+  return j.dump(indent);
+}
+
+}  // namespace mosaic
