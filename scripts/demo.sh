@@ -1,15 +1,11 @@
 #!/usr/bin/env bash
-# Mosaic's main job on its built-in default: write a tiny random LLaDA checkpoint, then run the
-# mask-only forward on a sequence with masked positions and show what it predicts there.
+# Mosaic's main job on its built-in default: generate text with the built-in model
+# (models/kjv-llada-12m, a small LLaDA trained on the King James Bible; docs/default-model.md),
+# showing the canvas as the masks resolve. Extra arguments go to `mosaic generate`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh
-model="${MOSAIC_DEMO_MODEL:-$PWD/.cache/demo-llada-tiny}"
-if [ ! -f "$model/config.json" ]; then
-  build/src/cli/mosaic make-test-model --family llada --preset tiny --seed 7 --quiet --out "$model"
-fi
-mask=$(sed -n 's/.*"mask_token_id": *\([0-9]*\).*/\1/p' "$model/config.json")
-build/src/cli/mosaic info --model "$model"
-build/src/cli/mosaic forward --model "$model" --ids "11,42,7,$mask,$mask,$mask,99" \
-  --ids "5,$mask,8" "$@"
+export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"
+build/src/cli/mosaic generate --prompt "And it came to pass" --gen-length 64 --steps 64 \
+  --block-length 32 --visual "$@"

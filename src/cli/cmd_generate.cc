@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "cli/byte_size.h"
+#include "cli/builtin_model.h"
 #include "cli/commands.h"
 #include "cli/list_parse.h"
 #include "cli/progress.h"
@@ -69,6 +70,7 @@ int run_generate(GenerateCliOptions& o) {
   EngineOptions engine_options;
   engine_options.device = o.device;
   if (!o.budget.empty()) engine_options.budget = parse_byte_size(o.budget, "--budget");
+  if (o.model.empty()) o.model = builtin_model_dir().string();
   const auto engine = Engine::open(o.model, engine_options);
   GenerationOptions& gen = o.gen;
   const auto remasking = o.remasking == "random" ? Remasking::random : Remasking::low_confidence;
@@ -147,7 +149,8 @@ Action register_generate(CLI::App& app) {
   auto o = std::make_shared<GenerateCliOptions>();
   GenerationOptions& g = o->gen;
   CLI::App* c = app.add_subcommand("generate", "Generate text with a masked diffusion model");
-  c->add_option("--model", o->model, "Hugging Face model folder")->required();
+  c->add_option("--model", o->model,
+                "Hugging Face model folder (default: the built-in model, models/kjv-llada-12m)");
   c->add_option("--prompt", o->prompts, "Prompt text (repeat for a batch); default: stdin");
   c->add_option("--prompt-file", o->prompt_file, "Read the prompt from a file");
   c->add_option("--ids", o->ids, "Prompt as token ids, e.g. 1,2,3 (repeat for a batch)");

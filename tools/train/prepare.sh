@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Prepares, on Debian 12 (no GPU needed), everything the GPU training run reads:
+#   tools/train/data/corpus/     KJV text split by book + corpus.json (package, version, license)
+#   tools/train/data/tokenizer/  tokenizer.json + tokenizer_config.json (byte-level BPE, 4096 ids)
+#   tools/train/data/tokens/     uint16 token ids per split, encoded sample prompts
+# then checks Mosaic's C++ tokenizer against the Python one on the whole corpus, when a
+# mosaic binary exists (MOSAIC=path, default build/src/cli/mosaic).
+# Installs missing Debian packages with apt-get (root or sudo), as scripts/install-deps.sh.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+packages=(bible-kjv bible-kjv-text python3 python3-numpy python3-regex python3-torch python3-matplotlib)
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||
+    missing+=("$package")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "prepare: installing ${missing[*]}"
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+DATA=tools/train/data
+/usr/bin/python3 tools/train/prepare_corpus.py --out "$DATA/corpus"
+/usr/bin/python3 tools/train/train_tokenizer.py --corpus "$DATA/corpus" --out "$DATA" \
+  --vocab-size 4096 --max-length 256
+
+MOSAIC="${MOSAIC:-build/src/cli/mosaic}"
+if [ -x "$MOSAIC" ]; then
+  /usr/bin/python3 tools/train/check_tokenizer.py --data "$DATA" --mosaic "$MOSAIC"
+else
+  echo "prepare: no $MOSAIC; skipped the C++ tokenizer check (build mosaic, then run" \
+       "tools/train/check_tokenizer.py --mosaic PATH)"
+fi
+du -sh "$DATA"
+echo "prepare: done. Carry $DATA to the GPU machine and run tools/train/run_on_gpu.sh there."
