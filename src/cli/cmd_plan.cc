@@ -1,6 +1,5 @@
 // mosaic plan: the memory plan of one denoising step, from a configuration alone.
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <fstream>
@@ -11,6 +10,7 @@
 #include "core/error.h"
 #include "mosaic/device.h"
 #include "mosaic/plan.h"
+#include "mosaic/plan_json.h"
 
 namespace mosaic::cli {
 namespace {
@@ -71,55 +71,12 @@ void build_shape(PlanOptions& o) {
   }
 }
 
-nlohmann::ordered_json to_json(const PlanReport& r) {
-  nlohmann::ordered_json j;
-  j["model"] = r.model;
-  j["family"] = r.family;
-  j["weight_bytes"] = r.weight_bytes;
-  j["weight_dtype"] = r.weight_dtype;
-  j["sequences"] = r.sequences;
-  j["tokens"] = r.tokens;
-  j["candidates"] = r.candidates;
-  j["activation_peak_bytes"] = r.activation_peak;
-  j["lower_bound_bytes"] = r.lower_bound;
-  j["average_live_bytes"] = r.average_live;
-  j["par"] = r.par;
-  j["inflation"] = r.inflation;
-  j["tensors"] = r.tensor_count;
-  j["ops"] = r.op_count;
-  j["planning_ms"] = r.planning_ms;
-  j["chunks"] = {{"qkv", r.qkv_chunks}, {"attention", r.attention_chunks}, {"ffn", r.ffn_chunks},
-                 {"head", r.head_chunks}};
-  j["workspace_bytes"] = r.workspace_bytes;
-  j["mapped_bytes"] = r.mapped_bytes;
-  j["total_bytes"] = r.total_bytes();
-  if (r.budget) {
-    j["budget_bytes"] = *r.budget;
-    j["chunk_search_ms"] = r.chunk_search_ms;
-    j["chunk_probes"] = r.chunk_probes;
-    j["chunk_steps"] = r.chunk_steps;
-  }
-  j["peak_op"] = r.peak_op_name;
-  for (const auto& c : r.live_at_peak) j["live_at_peak"][c.category] = c.bytes;
-  for (const auto& t : r.largest_at_peak)
-    j["largest_at_peak"].push_back({{"tensor", t.name}, {"category", t.category}, {"bytes", t.bytes}});
-  return j;
-}
-
 void print_report(const PlanOptions& o, const PlanReport& r);
 
 int run_find_lmax(PlanOptions& o) {
   const LmaxReport lmax = find_lmax(o.request);
   if (o.json) {
-    nlohmann::ordered_json j;
-    j["model"] = o.request.model;
-    j["budget_bytes"] = *o.request.budget;
-    j["temperature"] = o.request.temperature;
-    j["l_max"] = lmax.l_max;
-    j["steps_tried"] = lmax.steps_tried;
-    j["search_ms"] = lmax.search_ms;
-    if (lmax.l_max > 0) j["at_l_max"] = to_json(lmax.at_l_max);
-    std::puts(j.dump(2).c_str());
+    std::puts(lmax_report_json(lmax, o.request).c_str());
     return 0;
   }
   fmt::print("L_max            {} tokens   (budget {}, temperature {}, prompt L/2, L/2 masked; "
@@ -142,7 +99,7 @@ int run_plan(PlanOptions& o) {
     if (!out) fail("{}: cannot write the timeline", o.svg);
   }
   if (o.json) {
-    std::puts(to_json(r).dump(2).c_str());
+    std::puts(plan_report_json(r).c_str());
     return 0;
   }
   print_report(o, r);
