@@ -16,6 +16,7 @@
 #include "core/head_sampling.h"
 #include "exec/cpu_executor.h"
 #include "exec/forward_batch.h"
+#include "exec/step_chunker.h"
 #include "model/model_weights.h"
 #include "plan/step_planner.h"
 
@@ -55,15 +56,12 @@ class CpuStepRunner final : public StepRunner {
   StepOutput run(const StepInput& input) override;
 
  private:
-  ChunkConfig chunks_for(const StepShape& shape, HeadMode head);
-
   const Model& model_;
-  std::optional<uint64_t> budget_;
   StepPlanner logits_planner_, stats_planner_;
   CpuExecutor executor_;
   CpuArena arena_;
+  StepChunker chunker_;
   std::mutex mutex_;
-  std::map<std::tuple<int64_t, int64_t, int>, ChunkConfig> chunk_cache_;  // per bucket and head
 };
 
 #ifdef MOSAIC_HAVE_CUDA
@@ -83,16 +81,13 @@ class CudaStepRunner final : public StepRunner {
   uint64_t weight_bytes() const;
 
  private:
-  ChunkConfig chunks_for(const StepShape& shape, HeadMode head);
-
   const Model& model_;
   std::unique_ptr<CudaExecutor> executor_;
   std::unique_ptr<CudaArena> arena_;
-  std::optional<uint64_t> activation_budget_;
+  std::unique_ptr<StepChunker> chunker_;
   std::unique_ptr<StepPlanner> logits_planner_, stats_planner_;
   GraphOptions logits_options_, stats_options_;
   std::mutex mutex_;
-  std::map<std::tuple<int64_t, int64_t, int>, ChunkConfig> chunk_cache_;
 };
 #endif
 

@@ -54,6 +54,7 @@ class StepPlanner {
   // Its tensors correspond one to one with the graph's and are never smaller.
   std::shared_ptr<const PlannedStep> plan(const Graph& graph);
 
+  const GraphOptions& options() const { return options_; }
   size_t cache_size() const;
   size_t hits() const { return hits_; }
   size_t misses() const { return misses_; }
