@@ -6,9 +6,9 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config clang libomp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  nlohmann-json3-dev libcli11-dev libfmt-dev libpcre2-dev libutf8proc-dev
-  python3-dev pybind11-dev python3-venv python3-pip python3-setuptools python3-wheel
+  nlohmann-json3-dev libcli11-dev libfmt-dev libpcre2-dev libutf8proc-dev libcpp-httplib-dev
   python3 python3-numpy python3-pytest
+  python3-dev pybind11-dev python3-venv python3-pip python3-setuptools python3-wheel
   nodejs npm ca-certificates
 )
 

@@ -87,6 +87,23 @@ struct GenerateEvent {
 };
 using GenerateCallback = std::function<bool(const GenerateEvent&)>;
 
+// Whether a step fits the memory budget by the plan (lazy chunking included).
+struct MemoryFit {
+  bool fits = true;
+  // Budget bytes the step needs: weights + workspace + its planned activations, or, when it does
+  // not fit, + the activations with every op chunked as far as it goes. 0 without a budget.
+  uint64_t bytes_needed = 0;
+  uint64_t budget = 0;  // 0: no budget was set, everything fits
+};
+
+// One turn of a chat, rendered with the model's chat format.
+struct ChatTurn {
+  std::string role;  // "system", "user", "assistant"
+  std::string content;
+};
+
+class BatchSession;
+
 class Engine {
  public:
   static std::unique_ptr<Engine> open(const std::filesystem::path& model_dir,
@@ -104,9 +121,25 @@ class Engine {
                                        const GenerationOptions& options,
                                        const GenerateCallback& on_step = {}) const;
 
+  // A continuous batch: requests join and leave between steps (mosaic/batch_session.h).
+  std::unique_ptr<BatchSession> start_batch() const;
+
+  // The options checked for this model, with what depends on it filled in (block length, EOS and
+  // end-of-turn ids): what generate() and BatchSession run with. Throws mosaic::Error naming the
+  // option that is wrong.
+  GenerationOptions resolve_options(const GenerationOptions& options) const;
+  // Whether one request's largest step fits the memory budget on its own, by the plan. Throws
+  // mosaic::Error for invalid options.
+  MemoryFit fit(int64_t prompt_tokens, const GenerationOptions& options) const;
+
   bool has_tokenizer() const;
   std::vector<int32_t> encode(const std::string& text, bool chat) const;
+  // A conversation in the model's chat format, ending with the assistant's turn to answer.
+  std::vector<int32_t> encode_chat(std::span<const ChatTurn> turns) const;
   std::string decode(std::span<const int32_t> ids) const;  // special tokens skipped
+  // The answer in a generated region: the tokens before the first EOS / end of turn, masks left
+  // out (`options` as resolve_options returns them). GenerateResult::text decodes these.
+  std::vector<int32_t> answer_ids(std::span<const int32_t> output_ids, const GenerationOptions& options) const;
 
  private:
   struct Impl;

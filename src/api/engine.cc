@@ -4,6 +4,9 @@
 #include <filesystem>
 #include <mutex>
 
+#include "api/batch_session_impl.h"
+#include "api/step_memory_model.h"
+#include "api/step_runner_factory.h"
 #include "core/error.h"
 #include "core/format_bytes.h"
 #include "exec/forward_batch.h"
@@ -11,9 +14,6 @@
 #include "gen/generator.h"
 #include "model/model_weights.h"
 #include "plan/step_planner.h"
-#ifdef MOSAIC_HAVE_CUDA
-#include "mem/cuda_arena.h"
-#endif
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -25,16 +25,16 @@ struct Engine::Impl {
   std::optional<Tokenizer> tokenizer;
   std::unique_ptr<StepRunner> runner;     // the CPU or CUDA backend's steps
   mutable std::mutex mutex;               // one generation or forward at a time
+  std::unique_ptr<StepMemoryModel> memory;  // admission and PAR by the plan (BatchSession, fit)
 };
 
 namespace {
 
-bool cuda_device_present() {
-#ifdef MOSAIC_HAVE_CUDA
-  return cuda_devices_visible();
-#else
-  return false;
-#endif
+// The tokenizer's end-of-turn token for the family's chat format, or -1.
+int64_t default_end_of_turn(const std::optional<Tokenizer>& tokenizer, Family family) {
+  if (!tokenizer) return -1;
+  const auto id = tokenizer->token_id(family == Family::dream ? "<|im_end|>" : "<|eot_id|>");
+  return id ? *id : -1;
 }
 
 }  // namespace
@@ -59,28 +59,11 @@ std::unique_ptr<Engine> Engine::open(const std::filesystem::path& model_dir, con
   if (std::filesystem::exists(model_dir / "tokenizer.json"))
     impl->tokenizer = Tokenizer::load(model_dir / "tokenizer.json");
 
-  if (options.device != "auto" && options.device != "cpu" && options.device != "cuda")
-    fail("device '{}' is not supported (expected auto, cpu or cuda)", options.device);
-  const bool use_cuda = options.device == "cuda" || (options.device == "auto" && cuda_device_present());
-  if (use_cuda) {
-#ifdef MOSAIC_HAVE_CUDA
-    if (!cuda_device_present()) fail("--device cuda: no CUDA device is visible");
-    impl->runner = std::make_unique<CudaStepRunner>(*impl->model, options.cuda_device, options.budget);
-    info.device = "cuda";
-#else
-    fail("--device cuda: this Mosaic was built without CUDA");
-#endif
-  } else {
-    std::optional<uint64_t> activation_budget;
-    if (options.budget) {
-      if (*options.budget <= info.weight_bytes)
-        fail("the weights ({}) alone exceed the budget of {}", format_bytes(info.weight_bytes),
-             format_bytes(*options.budget));
-      activation_budget = *options.budget - info.weight_bytes;
-    }
-    impl->runner = std::make_unique<CpuStepRunner>(*impl->model, activation_budget);
-    info.device = "cpu";
-  }
+  BackendChoice backend = make_step_runner(*impl->model, options);
+  impl->runner = std::move(backend.runner);
+  info.device = backend.device;
+  impl->memory = std::make_unique<StepMemoryModel>(
+      c, memory_setup_for(*impl->runner, info.device, c, info.weight_bytes, options.budget));
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }
 
@@ -127,10 +110,7 @@ std::vector<GenerateResult> Engine::generate(std::span<const GenerateRequest> re
                                              const GenerateCallback& on_step) const {
   const ModelConfig& config = impl_->model->config();
   GenerationOptions resolved = options;
-  if (resolved.eot_id < 0 && impl_->tokenizer) {
-    const char* end_of_turn = config.family == Family::dream ? "<|im_end|>" : "<|eot_id|>";
-    if (const auto id = impl_->tokenizer->token_id(end_of_turn)) resolved.eot_id = *id;
-  }
+  if (resolved.eot_id < 0) resolved.eot_id = default_end_of_turn(impl_->tokenizer, config.family);
   std::vector<GenerationRequest> internal;
   std::vector<GenerateResult> results(requests.size());
   for (size_t r = 0; r < requests.size(); ++r) {
@@ -163,15 +143,47 @@ std::vector<GenerateResult> Engine::generate(std::span<const GenerateRequest> re
     out.output_ids.assign(g.canvas.begin() + g.prompt_length, g.canvas.end());
     out.steps = g.steps, out.forwards = g.forwards, out.stopped_at_eos = g.stopped_at_eos;
     out.cancelled = g.cancelled, out.tokens_per_step = g.tokens_per_step, out.seconds = seconds;
-    // The answer ends at the first EOS or end-of-turn token (the rest is filler).
-    std::vector<int32_t> answer;
-    for (const int32_t id : out.output_ids) {
-      if (id == config.eos_token_id || (resolved.eot_id >= 0 && id == resolved.eot_id)) break;
-      if (id != config.mask_token_id) answer.push_back(id);
-    }
-    out.text = decode(answer);
+    out.text = decode(answer_ids(out.output_ids, resolved));
   }
   return results;
+}
+
+std::vector<int32_t> Engine::answer_ids(std::span<const int32_t> output_ids, const GenerationOptions& options) const {
+  // The answer ends at the first EOS or end-of-turn token (the rest is filler).
+  const ModelConfig& config = impl_->model->config();
+  std::vector<int32_t> answer;
+  for (const int32_t id : output_ids) {
+    if (id == config.eos_token_id || (options.eot_id >= 0 && id == options.eot_id)) break;
+    if (id != config.mask_token_id) answer.push_back(id);
+  }
+  return answer;
+}
+
+GenerationOptions Engine::resolve_options(const GenerationOptions& options) const {
+  GenerationOptions resolved = options;
+  if (resolved.eot_id < 0) resolved.eot_id = default_end_of_turn(impl_->tokenizer, impl_->model->config().family);
+  validate_generation_options(impl_->model->config(), resolved);
+  return resolved;
+}
+
+MemoryFit Engine::fit(int64_t prompt_tokens, const GenerationOptions& options) const {
+  return impl_->memory->fit(step_bound(impl_->model->config(), prompt_tokens, resolve_options(options)));
+}
+
+std::unique_ptr<BatchSession> Engine::start_batch() const {
+  return std::unique_ptr<BatchSession>(new BatchSession(std::make_unique<BatchSession::Impl>(
+      *this, impl_->model->config(), *impl_->runner, impl_->mutex, *impl_->memory)));
+}
+
+std::vector<int32_t> Engine::encode_chat(std::span<const ChatTurn> turns) const {
+  if (!impl_->tokenizer)
+    fail("{}: no tokenizer.json in the model folder; chat needs one",
+         impl_->model->checkpoint().dir().string());
+  const auto format = chat_format_for_architecture(impl_->info.architecture);
+  if (!format) fail("no chat format is known for {}", impl_->info.architecture);
+  std::vector<ChatMessage> messages;
+  for (const ChatTurn& turn : turns) messages.push_back({turn.role, turn.content});
+  return impl_->tokenizer->encode(render_chat(*format, messages, true), false);
 }
 
 }  // namespace mosaic

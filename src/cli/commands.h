@@ -16,5 +16,6 @@ Action register_generate(CLI::App& app);
 Action register_make_test_model(CLI::App& app);
 Action register_info(CLI::App& app);
 Action register_plan(CLI::App& app);
+Action register_serve(CLI::App& app);
 
 }  // namespace mosaic::cli

@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   add(mosaic::cli::register_info(app));
   add(mosaic::cli::register_make_test_model(app));
   add(mosaic::cli::register_plan(app));
+  add(mosaic::cli::register_serve(app));
 
   try {
     app.parse(argc, argv);

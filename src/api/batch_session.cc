@@ -1,0 +1,91 @@
+#include "mosaic/batch_session.h"
+
+#include <chrono>
+
+#include "api/batch_session_impl.h"
+#include "core/error.h"
+
+namespace mosaic {
+
+BatchSession::BatchSession(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+BatchSession::~BatchSession() = default;
+
+MemoryFit BatchSession::fit(int64_t prompt_tokens, const GenerationOptions& options) const {
+  StepBound bound = step_bound(impl_->config, prompt_tokens, impl_->engine.resolve_options(options));
+  for (const auto& [id, request] : impl_->requests)
+    if (!impl_->stepper.finished(id)) bound += request.bound;
+  return impl_->memory.fit(bound);
+}
+
+int64_t BatchSession::add(std::vector<int32_t> prompt_ids, const GenerationOptions& options) {
+  if (prompt_ids.empty()) fail("the prompt is empty");
+  Impl::Request request;
+  request.options = impl_->engine.resolve_options(options);
+  request.bound = step_bound(impl_->config, static_cast<int64_t>(prompt_ids.size()), request.options);
+  const int64_t id = impl_->stepper.add({std::move(prompt_ids), request.options});
+  impl_->requests.emplace(id, std::move(request));
+  return id;
+}
+
+BatchStep BatchSession::step() {
+  BatchStep out;
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<StepEvent> events;
+  BatchStepSummary summary;
+  {
+    std::lock_guard lock(impl_->engine_mutex);
+    summary = impl_->stepper.step([&](const StepEvent& event) {
+      Impl::Request& request = impl_->requests.at(event.request);
+      request.committed.clear();
+      for (const int32_t p : event.committed)
+        request.committed.push_back(static_cast<int32_t>(p - event.prompt_length));
+      events.push_back(event);  // its spans stay valid until the stepper's next call
+    });
+  }
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (const StepEvent& event : events) {
+    GenerateEvent e;
+    e.request = event.request, e.step = event.step, e.masked_left = event.masked_left;
+    e.finished = event.finished;
+    e.output_ids = event.canvas.subspan(static_cast<size_t>(event.prompt_length));
+    e.committed = impl_->requests.at(event.request).committed;
+    e.batch_sequences = event.batch_sequences, e.batch_tokens = event.batch_tokens;
+    e.batch_candidates = event.batch_candidates, e.planned_peak = event.planned_peak;
+    out.events.push_back(e);
+  }
+  out.sequences = summary.sequences, out.tokens = summary.tokens, out.candidates = summary.candidates;
+  out.committed = summary.committed;
+  out.planned_peak = summary.planned_peak, out.lower_bound = summary.lower_bound;
+  out.arena_bytes = summary.arena_bytes;
+  if (summary.sequences > 0)
+    out.par = impl_->memory.par(summary.tokens, summary.candidates, summary.kept_logits, summary.chunks);
+  return out;
+}
+
+bool BatchSession::finished(int64_t id) const {
+  if (!impl_->stepper.contains(id)) fail("request {} is not in the session", id);
+  return impl_->stepper.finished(id);
+}
+
+int64_t BatchSession::unfinished() const { return impl_->stepper.unfinished(); }
+
+int64_t BatchSession::size() const { return impl_->stepper.size(); }
+
+GenerateResult BatchSession::remove(int64_t id) {
+  if (!impl_->stepper.contains(id)) fail("request {} is not in the session", id);
+  const GenerationResult g = impl_->stepper.result(id);
+  const bool finished = impl_->stepper.finished(id);
+  const GenerationOptions options = impl_->requests.at(id).options;
+  impl_->stepper.remove(id);
+  impl_->requests.erase(id);
+  GenerateResult out;
+  out.prompt_ids.assign(g.canvas.begin(), g.canvas.begin() + g.prompt_length);
+  out.output_ids.assign(g.canvas.begin() + g.prompt_length, g.canvas.end());
+  out.steps = g.steps, out.forwards = g.forwards, out.stopped_at_eos = g.stopped_at_eos;
+  out.cancelled = !finished;
+  out.tokens_per_step = g.tokens_per_step;
+  out.text = impl_->engine.decode(impl_->engine.answer_ids(out.output_ids, options));
+  return out;
+}
+
+}  // namespace mosaic

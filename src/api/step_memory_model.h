@@ -1,0 +1,55 @@
+// The engine's memory by the plan, for admission and reporting: whether a step of a given bound
+// fits the budget (the same bucketed chunk search the step runners do, so "fits" here means the
+// runner will not refuse the step), and the PAR of a step as planned. Thread-safe; results are
+// cached per shape bucket.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <tuple>
+
+#include "chunk/chunk_search.h"
+#include "gen/step_bound.h"
+#include "mosaic/engine.h"
+#include "plan/step_planner.h"
+
+namespace mosaic {
+
+// What the backend plans a step with.
+struct DeviceMemorySetup {
+  GraphOptions stats_options, logits_options;  // fused head / materialised logits
+  uint64_t fixed_bytes = 0;                    // weights + workspace: the budget minus the arena's share
+  std::optional<uint64_t> budget;              // all bytes the engine may use; unset: no limit
+  uint64_t granule = 1;                        // the arena maps whole granules
+};
+
+class StepRunner;
+
+// What `runner` (on `device`, "cpu" or "cuda") plans with: on the CPU fp32 activations, no
+// workspace, 64 KiB arena granules; on CUDA bf16 activations, the fused head's scratch, 2 MiB pages.
+DeviceMemorySetup memory_setup_for(const StepRunner& runner, const std::string& device, const ModelConfig& config,
+                                   uint64_t weight_bytes, std::optional<uint64_t> budget);
+
+class StepMemoryModel {
+ public:
+  StepMemoryModel(const ModelConfig& config, DeviceMemorySetup setup);
+
+  // Whether a step no larger than `bound` fits. bytes_needed: fixed bytes + the planned arena
+  // (when it fits) or + the floor with every op chunked as far as it goes (when it does not).
+  MemoryFit fit(const StepBound& bound) const;
+
+  // Peak / average live bytes of the plan the runner used for a step of this shape and chunking.
+  double par(int64_t tokens, int64_t candidates, bool logits, const ChunkConfig& chunks) const;
+
+ private:
+  const ModelConfig& config_;
+  DeviceMemorySetup setup_;
+  mutable std::mutex mutex_;
+  mutable std::map<std::tuple<int64_t, int64_t, bool>, MemoryFit> fits_;
+  mutable std::map<std::tuple<int64_t, int64_t, bool, int64_t, int64_t, int64_t, int64_t>, double> pars_;
+};
+
+}  // namespace mosaic

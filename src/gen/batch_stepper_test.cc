@@ -1,0 +1,226 @@
+// Step-at-a-time batching: requests that join late, leave early or share their steps with any
+// other requests get exactly the tokens they get alone; no step exceeds the summed step bounds;
+// a failed step leaves every request where it was.
+#include "gen/batch_stepper.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+
+#include "core/error.h"
+#include "gen/generator.h"
+#include "gen/step_bound.h"
+#include "model/test_model.h"
+
+namespace mosaic {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::unique_ptr<Model> tiny_model(Family family) {
+  ModelConfig config = test_model_preset(family, "tiny");
+  config.hidden = 64, config.layers = 1, config.heads = 2, config.kv_heads = 1;
+  config.head_dim = config.hidden / config.heads, config.ffn = 96, config.vocab = 300;
+  config.mask_token_id = 299, config.eos_token_id = config.pad_token_id = 298;
+  const fs::path dir = fs::temp_directory_path() /
+                       ("mosaic_stepper_test_" + std::to_string(::getpid()) + std::string(family_name(family)));
+  write_test_model(config, {.dtype = DType::bf16, .seed = 5, .progress = {}}, dir);
+  auto model = Model::load(dir);
+  fs::remove_all(dir);  // the mapping keeps the data alive
+  return model;
+}
+
+// Records each step's shape; can fail one chosen call.
+class RecordingRunner final : public StepRunner {
+ public:
+  explicit RecordingRunner(StepRunner& inner) : inner_(inner) {}
+  StepOutput run(const StepInput& input) override {
+    if (calls_++ == fail_at) fail("planned failure at call {}", fail_at);
+    StepBound shape;
+    for (const SequenceRows& s : input.sequences) {
+      shape.tokens += static_cast<int64_t>(s.ids.size());
+      shape.candidates += static_cast<int64_t>(s.rows.size());
+    }
+    shape.logits = input.keep_logits;
+    shapes.push_back(shape);
+    return inner_.run(input);
+  }
+  std::vector<StepBound> shapes;
+  int64_t fail_at = -1;
+
+ private:
+  StepRunner& inner_;
+  int64_t calls_ = 0;
+};
+
+struct Case {
+  std::vector<int32_t> prompt;
+  GenerationOptions options;
+};
+
+std::vector<Case> llada_cases() {
+  std::vector<Case> cases;
+  auto add = [&](std::vector<int32_t> prompt, const std::function<void(GenerationOptions&)>& set) {
+    GenerationOptions o;
+    o.gen_length = 16, o.steps = 8, o.seed = 3;
+    set(o);
+    cases.push_back({std::move(prompt), o});
+  };
+  add({1, 2, 3}, [](GenerationOptions&) {});
+  add({7, 8, 9, 10, 11}, [](GenerationOptions& o) { o.block_length = 4, o.temperature = 0.7; });
+  add({4}, [](GenerationOptions& o) { o.remasking = Remasking::random, o.block_length = 8; });
+  add({5, 6, 7, 8}, [](GenerationOptions& o) { o.cfg_scale = 1.5, o.temperature = 1.0; });
+  add({9, 10}, [](GenerationOptions& o) { o.threshold = 0.2, o.steps = 16, o.block_length = 8; });
+  add({12, 13, 14}, [](GenerationOptions& o) { o.factor = 1.0, o.steps = 16, o.seed = 9; });
+  return cases;
+}
+
+std::vector<Case> dream_cases() {
+  std::vector<Case> cases;
+  auto add = [&](std::vector<int32_t> prompt, const std::function<void(GenerationOptions&)>& set) {
+    GenerationOptions o;
+    o.gen_length = 12, o.steps = 6, o.seed = 4;
+    set(o);
+    cases.push_back({std::move(prompt), o});
+  };
+  add({1, 2, 3}, [](GenerationOptions&) {});
+  add({3, 4}, [](GenerationOptions& o) { o.alg = DreamAlg::entropy, o.temperature = 0.5, o.alg_temp = 0.3; });
+  add({9, 8, 7, 6}, [](GenerationOptions& o) { o.alg = DreamAlg::topk_margin, o.top_k = 20, o.temperature = 1.0; });
+  add({2}, [](GenerationOptions& o) { o.alg = DreamAlg::maskgit_plus, o.top_p = 0.9, o.temperature = 0.8; });
+  add({5, 5, 5}, [](GenerationOptions& o) { o.threshold = 0.1, o.steps = 12; });
+  return cases;
+}
+
+GenerationResult alone(const ModelConfig& config, StepRunner& runner, const Case& c) {
+  return generate(config, runner, {{c.prompt, c.options}}).front();
+}
+
+void expect_same(const GenerationResult& a, const GenerationResult& b, size_t index) {
+  EXPECT_EQ(a.canvas, b.canvas) << "request " << index;
+  EXPECT_EQ(a.steps, b.steps) << "request " << index;
+  EXPECT_EQ(a.forwards, b.forwards) << "request " << index;
+  EXPECT_EQ(a.tokens_per_step, b.tokens_per_step) << "request " << index;
+  EXPECT_EQ(a.stopped_at_eos, b.stopped_at_eos) << "request " << index;
+}
+
+class BatchStepperTest : public ::testing::TestWithParam<Family> {
+ protected:
+  void SetUp() override {
+    model_ = tiny_model(GetParam());
+    runner_ = std::make_unique<CpuStepRunner>(*model_);
+    cases_ = GetParam() == Family::dream ? dream_cases() : llada_cases();
+  }
+  const ModelConfig& config() const { return model_->config(); }
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<CpuStepRunner> runner_;
+  std::vector<Case> cases_;
+};
+
+TEST_P(BatchStepperTest, LateJoinersAndSharedStepsChangeNoToken) {
+  std::vector<GenerationResult> solo;
+  for (const Case& c : cases_) solo.push_back(alone(config(), *runner_, c));
+
+  // Request k joins after k steps of the others; each leaves as soon as it finishes.
+  BatchStepper stepper(config(), *runner_);
+  std::map<int64_t, size_t> case_of;
+  std::vector<std::optional<GenerationResult>> batched(cases_.size());
+  size_t next = 0;
+  int steps = 0;
+  while (next < cases_.size() || stepper.size() > 0) {
+    if (next < cases_.size() && steps >= static_cast<int>(next)) {
+      case_of[stepper.add({cases_[next].prompt, cases_[next].options})] = next;
+      ++next;
+    }
+    stepper.step();
+    ++steps;
+    for (auto [id, index] : std::map<int64_t, size_t>(case_of)) {
+      if (!stepper.finished(id)) continue;
+      batched[index] = stepper.result(id);
+      stepper.remove(id);
+      case_of.erase(id);
+    }
+  }
+  for (size_t i = 0; i < cases_.size(); ++i) {
+    ASSERT_TRUE(batched[i].has_value());
+    expect_same(*batched[i], solo[i], i);
+  }
+}
+
+TEST_P(BatchStepperTest, GenerateOfTheWholeBatchEqualsEachAlone) {
+  std::vector<GenerationRequest> requests;
+  for (const Case& c : cases_) requests.push_back({c.prompt, c.options});
+  const std::vector<GenerationResult> together = generate(config(), *runner_, requests);
+  for (size_t i = 0; i < cases_.size(); ++i) expect_same(together[i], alone(config(), *runner_, cases_[i]), i);
+}
+
+TEST_P(BatchStepperTest, StepsNeverExceedTheSummedBounds) {
+  RecordingRunner recorder(*runner_);
+  BatchStepper stepper(config(), recorder);
+  StepBound bound;
+  for (const Case& c : cases_) {
+    GenerationOptions validated = c.options;
+    validate_generation_options(config(), validated);
+    bound += step_bound(config(), static_cast<int64_t>(c.prompt.size()), validated);
+    stepper.add({c.prompt, c.options});
+  }
+  while (stepper.unfinished() > 0) stepper.step();
+  ASSERT_FALSE(recorder.shapes.empty());
+  bool first_step_reached_bound = false;
+  for (const StepBound& shape : recorder.shapes) {
+    EXPECT_LE(shape.tokens, bound.tokens);
+    EXPECT_LE(shape.candidates, bound.candidates);
+    EXPECT_TRUE(!shape.logits || bound.logits);
+    first_step_reached_bound = first_step_reached_bound || shape.tokens == bound.tokens;
+  }
+  EXPECT_TRUE(first_step_reached_bound) << "the bound on tokens is tight while every request steps";
+}
+
+TEST_P(BatchStepperTest, AFailedStepLeavesEveryRequestWhereItWas) {
+  RecordingRunner recorder(*runner_);
+  recorder.fail_at = 2;
+  BatchStepper stepper(config(), recorder);
+  for (const Case& c : cases_) stepper.add({c.prompt, c.options});
+  int failures = 0;
+  while (stepper.unfinished() > 0) {
+    try {
+      stepper.step();
+    } catch (const Error& error) {
+      EXPECT_STREQ(error.what(), "planned failure at call 2");
+      ++failures;
+    }
+  }
+  EXPECT_EQ(failures, 1);
+  for (size_t i = 0; i < cases_.size(); ++i)
+    expect_same(stepper.result(static_cast<int64_t>(i)), alone(config(), *runner_, cases_[i]), i);
+}
+
+TEST_P(BatchStepperTest, RemovingARequestMidwayLeavesTheOthersAlone) {
+  BatchStepper stepper(config(), *runner_);
+  for (const Case& c : cases_) stepper.add({c.prompt, c.options});
+  stepper.step();
+  stepper.step();
+  stepper.remove(0);
+  EXPECT_FALSE(stepper.contains(0));
+  while (stepper.unfinished() > 0) stepper.step();
+  for (size_t i = 1; i < cases_.size(); ++i)
+    expect_same(stepper.result(static_cast<int64_t>(i)), alone(config(), *runner_, cases_[i]), i);
+}
+
+TEST_P(BatchStepperTest, BadRequestsAreRefusedWithoutJoining) {
+  BatchStepper stepper(config(), *runner_);
+  GenerationOptions bad;
+  bad.steps = 0;
+  EXPECT_THROW(stepper.add({{1, 2}, bad}), Error);
+  EXPECT_THROW(stepper.add({{1, 300}, {}}), Error);  // outside the vocabulary
+  EXPECT_EQ(stepper.size(), 0);
+  EXPECT_EQ(stepper.step().requests, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, BatchStepperTest, ::testing::Values(Family::llada, Family::dream),
+                         [](const auto& info) { return std::string(family_name(info.param)); });
+
+}  // namespace
+}  // namespace mosaic

@@ -1,0 +1,141 @@
+#include "serve/serve_metrics.h"
+
+namespace mosaic::serve {
+namespace {
+
+constexpr auto kTokenRateWindow = std::chrono::seconds(10);
+
+std::vector<double> latency_buckets() {
+  return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120};
+}
+
+}  // namespace
+
+const char* outcome_name(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::completed: return "completed";
+    case Outcome::cancelled: return "cancelled";
+    case Outcome::failed: return "failed";
+    case Outcome::rejected_invalid: return "rejected_invalid";
+    case Outcome::rejected_too_large: return "rejected_too_large";
+    case Outcome::rejected_queue_full: return "rejected_queue_full";
+    case Outcome::rejected_draining: return "rejected_draining";
+  }
+  return "?";
+}
+
+ServeMetrics::ServeMetrics(uint64_t budget_bytes)
+    : budget_bytes_(budget_bytes),
+      step_seconds_(latency_buckets()),
+      step_requests_({1, 2, 4, 8, 16, 32, 64, 128, 256}),
+      queue_seconds_(latency_buckets()),
+      first_token_seconds_(latency_buckets()),
+      request_seconds_(latency_buckets()),
+      request_nfe_({1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}) {}
+
+void ServeMetrics::count(Outcome outcome) {
+  std::lock_guard lock(mutex_);
+  ++outcomes_[static_cast<size_t>(outcome)];
+}
+
+void ServeMetrics::finished(Outcome outcome, const RequestRecord& record, int64_t steps, int64_t forwards,
+                            int64_t answer_tokens) {
+  std::lock_guard lock(mutex_);
+  ++outcomes_[static_cast<size_t>(outcome)];
+  queue_seconds_.observe(record.queue_s);
+  if (record.first_token_s) first_token_seconds_.observe(*record.first_token_s);
+  request_seconds_.observe(record.total_s);
+  if (outcome == Outcome::completed) request_nfe_.observe(static_cast<double>(forwards));
+  request_steps_ += static_cast<uint64_t>(steps);
+  answer_tokens_ += static_cast<uint64_t>(answer_tokens);
+}
+
+void ServeMetrics::step(const BatchStep& step, int64_t requests_in_step, Clock::time_point now) {
+  std::lock_guard lock(mutex_);
+  ++steps_;
+  committed_tokens_ += static_cast<uint64_t>(step.committed);
+  step_seconds_.observe(step.seconds);
+  step_requests_.observe(static_cast<double>(requests_in_step));
+  if (step.sequences > 0) {
+    arena_bytes_ = step.arena_bytes;
+    planned_peak_ = step.planned_peak;
+    par_ = step.par;
+  }
+  recent_tokens_.emplace_back(now, step.committed);
+  while (!recent_tokens_.empty() && now - recent_tokens_.front().first > kTokenRateWindow) recent_tokens_.pop_front();
+}
+
+void ServeMetrics::set_load(int64_t queued, int64_t running) {
+  std::lock_guard lock(mutex_);
+  queued_ = queued, running_ = running;
+}
+
+void ServeMetrics::set_batch_start(double arrival_rate, double timeout_s, int64_t fill) {
+  std::lock_guard lock(mutex_);
+  arrival_rate_ = arrival_rate, batch_timeout_s_ = timeout_s, batch_fill_ = fill;
+}
+
+int64_t ServeMetrics::queued() const {
+  std::lock_guard lock(mutex_);
+  return queued_;
+}
+
+int64_t ServeMetrics::running() const {
+  std::lock_guard lock(mutex_);
+  return running_;
+}
+
+uint64_t ServeMetrics::count_of(Outcome outcome) const {
+  std::lock_guard lock(mutex_);
+  return outcomes_[static_cast<size_t>(outcome)];
+}
+
+std::string ServeMetrics::render() const {
+  std::lock_guard lock(mutex_);
+  PrometheusText out;
+  out.family("mosaic_requests_total", "counter", "Requests by outcome.");
+  for (int k = 0; k < kOutcomeCount; ++k)
+    out.sample("mosaic_requests_total", static_cast<double>(outcomes_[k]), {{"outcome", outcome_name(Outcome(k))}});
+  out.family("mosaic_queue_depth", "gauge", "Requests waiting to join a batch.");
+  out.sample("mosaic_queue_depth", static_cast<double>(queued_));
+  out.family("mosaic_batch_size", "gauge", "Requests in the running batch.");
+  out.sample("mosaic_batch_size", static_cast<double>(running_));
+  out.histogram("mosaic_step_batch_size", "Requests per denoising step.", step_requests_);
+  out.histogram("mosaic_step_seconds", "Latency of one denoising step of the batch.", step_seconds_);
+  out.family("mosaic_steps_total", "counter", "Denoising steps run.");
+  out.sample("mosaic_steps_total", static_cast<double>(steps_));
+  out.family("mosaic_committed_tokens_total", "counter", "Positions unmasked, over all requests.");
+  out.sample("mosaic_committed_tokens_total", static_cast<double>(committed_tokens_));
+  out.family("mosaic_request_steps_total", "counter",
+             "Steps taken, summed over requests (committed tokens / this = tokens per step).");
+  out.sample("mosaic_request_steps_total", static_cast<double>(request_steps_));
+  out.family("mosaic_completion_tokens_total", "counter", "Answer tokens returned (before EOS).");
+  out.sample("mosaic_completion_tokens_total", static_cast<double>(answer_tokens_));
+  double window_tokens = 0;
+  for (const auto& [when, tokens] : recent_tokens_) window_tokens += static_cast<double>(tokens);
+  const double window_s = recent_tokens_.size() < 2 ? 0
+      : std::chrono::duration<double>(recent_tokens_.back().first - recent_tokens_.front().first).count();
+  out.family("mosaic_tokens_per_second", "gauge", "Committed tokens per second over the last 10 s of steps.");
+  out.sample("mosaic_tokens_per_second", window_s > 0 ? window_tokens / window_s : 0);
+  out.family("mosaic_arena_mapped_bytes", "gauge", "Activation arena bytes after the latest step.");
+  out.sample("mosaic_arena_mapped_bytes", static_cast<double>(arena_bytes_));
+  out.family("mosaic_planned_peak_bytes", "gauge", "Planned activation peak of the latest step.");
+  out.sample("mosaic_planned_peak_bytes", static_cast<double>(planned_peak_));
+  out.family("mosaic_step_par", "gauge", "Planned peak / average live bytes (PAR) of the latest step.");
+  out.sample("mosaic_step_par", par_);
+  out.family("mosaic_memory_budget_bytes", "gauge", "The engine's memory budget (0: none).");
+  out.sample("mosaic_memory_budget_bytes", static_cast<double>(budget_bytes_));
+  out.family("mosaic_arrival_rate", "gauge", "Measured request arrival rate (fixed batching), per second.");
+  out.sample("mosaic_arrival_rate", arrival_rate_);
+  out.family("mosaic_batch_start_timeout_seconds", "gauge", "Fixed batching: how long a batch waits to fill.");
+  out.sample("mosaic_batch_start_timeout_seconds", batch_timeout_s_);
+  out.family("mosaic_batch_start_fill", "gauge", "Fixed batching: requests a batch waits for.");
+  out.sample("mosaic_batch_start_fill", static_cast<double>(batch_fill_));
+  out.histogram("mosaic_request_queue_seconds", "Arrival to joining a batch.", queue_seconds_);
+  out.histogram("mosaic_request_first_token_seconds", "Arrival to the first committed token.", first_token_seconds_);
+  out.histogram("mosaic_request_seconds", "Arrival to the end of the request.", request_seconds_);
+  out.histogram("mosaic_request_nfe", "Forwards (NFE) per completed request.", request_nfe_);
+  return out.text();
+}
+
+}  // namespace mosaic::serve
