@@ -82,6 +82,11 @@ struct GenerateEvent {
   bool finished = false;
   std::span<const int32_t> output_ids;  // the generated region now
   std::span<const int32_t> committed;   // positions (in the generated region) unmasked by this step
+  // The confidence each committed position was ranked by, in the same order: the algorithm's
+  // score of its token (LLaDA low_confidence and Dream maskgit_plus: its probability; topk_margin:
+  // top-1 minus top-2 probability; entropy: minus the entropy; random remasking: the token's
+  // probability, though positions were ranked at random).
+  std::span<const float> confidence;
   int64_t batch_sequences = 0, batch_tokens = 0, batch_candidates = 0;
   uint64_t planned_peak = 0;
 };

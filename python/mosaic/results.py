@@ -30,8 +30,8 @@ class GenerationResult:
 class StepEvent:
     """One denoising step of one request, as engine.stream() yields it.
 
-    Per-position confidence is not part of Mosaic's public API (mosaic::GenerateEvent), so an
-    event says which positions a step committed, not how sure the model was.
+    `confidence[i]` is the score position `committed[i]` was ranked by (the probability of its
+    token for LLaDA's low_confidence and Dream's maskgit_plus; see mosaic::GenerateEvent).
     """
 
     request: int                 # index of the prompt in the batch
@@ -40,6 +40,7 @@ class StepEvent:
     finished: bool               # this request is done (its last event)
     output_ids: list             # the generated region now (mask id where still masked)
     committed: list              # positions in the generated region unmasked by this step
+    confidence: list             # the confidence each committed position was ranked by
     batch_sequences: int         # the step's packed forward: sequences, tokens, candidate rows
     batch_tokens: int
     batch_candidates: int

@@ -130,6 +130,7 @@ std::vector<GenerateResult> Engine::generate(std::span<const GenerateRequest> re
       std::vector<int32_t> committed;
       for (int32_t p : event.committed) committed.push_back(static_cast<int32_t>(p - event.prompt_length));
       out.committed = committed;
+      out.confidence = event.confidence;
       out.batch_sequences = event.batch_sequences, out.batch_tokens = event.batch_tokens;
       out.batch_candidates = event.batch_candidates, out.planned_peak = event.planned_peak;
       return on_step(out);

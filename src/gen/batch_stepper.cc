@@ -142,6 +142,7 @@ BatchStepSummary BatchStepper::step(const StepObserver& observe) {
       event.canvas = d.canvas();
       event.prompt_length = d.prompt_length();
       event.committed = d.last_committed();
+      event.confidence = d.last_committed_confidence();
       event.masked_left = d.masked();
       event.finished = d.finished();
       event.batch_sequences = summary.sequences;

@@ -35,6 +35,7 @@ struct StepEvent {
   std::span<const int32_t> canvas;         // prompt + generation region
   int64_t prompt_length = 0;
   std::span<const int32_t> committed;      // positions unmasked by this step
+  std::span<const float> confidence;       // the confidence each was ranked by, same order
   int64_t masked_left = 0;
   bool finished = false;
   // The batched forward of this step (shared by all requests in it).

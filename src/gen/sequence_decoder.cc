@@ -127,6 +127,7 @@ void SequenceDecoder::prepare_dream() {
 
 void SequenceDecoder::commit(const float* stats) {
   committed_.clear();
+  committed_confidence_.clear();
   const std::vector<int32_t>& candidates = next_.candidates;
   if (!candidates.empty()) {
     MOSAIC_ASSERT(stats != nullptr, "a step with candidates needs the head's output");
@@ -147,11 +148,13 @@ void SequenceDecoder::commit(const float* stats) {
     else if (options_.factor) chosen = factor_positions(ranked, *options_.factor);
     else if (quota_ >= 0) chosen = top_k_positions(ranked, quota_);
     else for (size_t i = 0; i < candidates.size(); ++i) chosen.push_back(i);
+    std::sort(chosen.begin(), chosen.end(),
+              [&](size_t a, size_t b) { return candidates[a] < candidates[b]; });
     for (const size_t i : chosen) {
       canvas_[candidates[i]] = choices[i].token;
       committed_.push_back(candidates[i]);
+      committed_confidence_.push_back(static_cast<float>(choices[i].confidence));
     }
-    std::sort(committed_.begin(), committed_.end());
   }
   ++step_;
 

@@ -36,6 +36,9 @@ class SequenceDecoder {
   int64_t masked() const;
   bool stopped_at_eos() const { return stopped_at_eos_; }
   const std::vector<int32_t>& last_committed() const { return committed_; }
+  // The confidence each of those positions was ranked by (the algorithm's score of its token,
+  // before any alg_temp noise), in the same order.
+  const std::vector<float>& last_committed_confidence() const { return committed_confidence_; }
 
   // What the next step needs. Call once per step, then commit().
   const DecoderStep& prepare();
@@ -70,6 +73,7 @@ class SequenceDecoder {
   DecoderStep next_;
   int64_t quota_ = -1;            // positions to unmask this step (-1: every candidate / by rule)
   std::vector<int32_t> committed_;
+  std::vector<float> committed_confidence_;
 };
 
 }  // namespace mosaic

@@ -24,6 +24,7 @@ py::dict event_dict(const GenerateEvent& event) {
   d["finished"] = event.finished;
   d["output_ids"] = std::vector<int32_t>(event.output_ids.begin(), event.output_ids.end());
   d["committed"] = std::vector<int32_t>(event.committed.begin(), event.committed.end());
+  d["confidence"] = std::vector<float>(event.confidence.begin(), event.confidence.end());
   d["batch_sequences"] = event.batch_sequences;
   d["batch_tokens"] = event.batch_tokens;
   d["batch_candidates"] = event.batch_candidates;

@@ -40,6 +40,33 @@ def test_events_follow_the_generation(engines):
     assert not stream_threads()
 
 
+def test_confidence_is_the_probability_of_the_committed_token(engines):
+    """LLaDA greedy, low_confidence: each committed position's confidence is the softmax
+    probability of its token, computed here from engine.forward's logits with NumPy."""
+    import numpy as np
+
+    engine = engines["llada"]
+    prompt, gen_length = [5, 6, 7], 8
+    events, _ = drain(engine.stream(prompt, gen_length=gen_length, steps=4))
+    first = events[0]
+    assert len(first.confidence) == len(first.committed) == 2
+    mask = engine.info["mask_token_id"]
+    canvas = prompt + [mask] * gen_length
+    rows = [len(prompt) + p for p in first.committed]
+    logits = np.asarray(engine.forward(canvas, rows), dtype=np.float64)
+    # As the reference: softmax over the whole vocabulary; the mask id is only never chosen.
+    probs = np.exp(logits - logits.max(axis=1, keepdims=True))
+    probs /= probs.sum(axis=1, keepdims=True)
+    choosable = logits.copy()
+    choosable[:, mask] = -np.inf
+    for i, p in enumerate(first.committed):
+        token = first.output_ids[p]
+        assert token == int(np.argmax(choosable[i]))
+        assert first.confidence[i] == pytest.approx(probs[i, token], rel=1e-4)
+    for event in events:  # the top-k rule: nothing left masked was more confident
+        assert all(0.0 < c <= 1.0 for c in event.confidence)
+
+
 def test_batch_events_name_their_request(engines):
     events = list(engines["dream"].stream([[5, 6, 7], [8, 9]], gen_length=8, steps=4))
     assert sorted({e.request for e in events}) == [0, 1]
