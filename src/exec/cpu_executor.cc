@@ -18,46 +18,6 @@ static_assert(cpu::kLmHeadStats == kHeadStatsCols, "graph and kernel disagree on
 
 constexpr size_t kRoleCount = static_cast<size_t>(WeightRole::lm_head) + 1;
 
-const WeightView& weight_of(const ModelWeights& w, int32_t layer, WeightRole role) {
-  if (layer < 0) {
-    switch (role) {
-      case WeightRole::embedding: return w.embedding;
-      case WeightRole::final_norm: return w.final_norm;
-      case WeightRole::lm_head: return w.lm_head;
-      default: break;
-    }
-  } else {
-    const LayerWeights& l = w.layers.at(static_cast<size_t>(layer));
-    switch (role) {
-      case WeightRole::attn_norm: return l.attn_norm;
-      case WeightRole::q: return l.q;
-      case WeightRole::k: return l.k;
-      case WeightRole::v: return l.v;
-      case WeightRole::q_bias: return l.q_bias;
-      case WeightRole::k_bias: return l.k_bias;
-      case WeightRole::v_bias: return l.v_bias;
-      case WeightRole::o: return l.o;
-      case WeightRole::ffn_norm: return l.ffn_norm;
-      case WeightRole::gate: return l.gate;
-      case WeightRole::up: return l.up;
-      case WeightRole::down: return l.down;
-      default: break;
-    }
-  }
-  MOSAIC_ASSERT(false, "no weight for role {} in layer {}", static_cast<int>(role), layer);
-  std::abort();
-}
-
-WeightRole bias_role(WeightRole weight) {
-  switch (weight) {
-    case WeightRole::q: return WeightRole::q_bias;
-    case WeightRole::k: return WeightRole::k_bias;
-    case WeightRole::v: return WeightRole::v_bias;
-    default: MOSAIC_ASSERT(false, "role {} has no bias", static_cast<int>(weight));
-  }
-  std::abort();
-}
-
 }  // namespace
 
 CpuExecutor::CpuExecutor(const Model& model) : model_(model) {
@@ -151,7 +111,7 @@ std::vector<float> CpuExecutor::run(const Graph& graph, const PlannedStep& plann
         args.a = f32(op.a), args.lda = cols(op.a);
         args.b = weight.data, args.b_dtype = weight.dtype, args.ldb = weight.shape[1];
         args.c = f32(op.out), args.ldc = cols(op.out);
-        if (op.has_bias) args.bias = small_weight(op.layer, bias_role(op.weight)).data();
+        if (op.has_bias) args.bias = small_weight(op.layer, bias_role_of(op.weight)).data();
         cpu::gemm_nt(args);
         break;
       }

@@ -170,27 +170,6 @@ std::vector<float> CudaExecutor::run(const Graph& graph, const PlannedStep& plan
 
   const auto rope_precision = c.family == Family::llada ? cuda::RopePrecision::fp32 : cuda::RopePrecision::bf16_tables;
   const float eps = static_cast<float>(c.rms_eps);
-  auto weight = [&](int32_t layer, WeightRole role) -> const WeightView& {
-    if (layer < 0) return role == WeightRole::embedding ? w.embedding : role == WeightRole::final_norm ? w.final_norm : w.lm_head;
-    const LayerWeights& l = w.layers[static_cast<size_t>(layer)];
-    switch (role) {
-      case WeightRole::attn_norm: return l.attn_norm;
-      case WeightRole::q: return l.q;
-      case WeightRole::k: return l.k;
-      case WeightRole::v: return l.v;
-      case WeightRole::q_bias: return l.q_bias;
-      case WeightRole::k_bias: return l.k_bias;
-      case WeightRole::v_bias: return l.v_bias;
-      case WeightRole::o: return l.o;
-      case WeightRole::ffn_norm: return l.ffn_norm;
-      case WeightRole::gate: return l.gate;
-      case WeightRole::up: return l.up;
-      default: return l.down;
-    }
-  };
-  auto bias_of = [](WeightRole role) {
-    return role == WeightRole::q ? WeightRole::q_bias : role == WeightRole::k ? WeightRole::k_bias : WeightRole::v_bias;
-  };
 
   for (const GraphOp& op : graph.ops) {
     if (op.rows == 0) continue;
@@ -201,17 +180,17 @@ std::vector<float> CudaExecutor::run(const Graph& graph, const PlannedStep& plan
         break;
       case OpKind::rms_norm:
         cuda::rms_norm(op.rows, c.hidden, address(op.a), cols(op.a),
-                       op.index.valid() ? i32(op.index) : nullptr, x.on_device(weight(op.layer, op.weight)),
+                       op.index.valid() ? i32(op.index) : nullptr, x.on_device(weight_of(w, op.layer, op.weight)),
                        eps, address(op.out), cols(op.out), stream);
         break;
       case OpKind::linear: {
-        const WeightView& view = weight(op.layer, op.weight);
+        const WeightView& view = weight_of(w, op.layer, op.weight);
         cuda::GemmArgs args;
         args.m = op.rows, args.n = view.shape[0], args.k = view.shape[1];
         args.a = address(op.a), args.lda = cols(op.a);
         args.b = x.on_device(view), args.ldb = view.shape[1];
         args.c = address(op.out), args.ldc = cols(op.out), args.c_dtype = DType::bf16;
-        if (op.has_bias) args.bias = x.on_device(weight(op.layer, bias_of(op.weight)));
+        if (op.has_bias) args.bias = x.on_device(weight_of(w, op.layer, bias_role_of(op.weight)));
         x.gemm.run(args, stream);
         break;
       }

@@ -11,17 +11,19 @@
 namespace mosaic {
 namespace {
 
-WeightView& slot(ModelWeights& weights, const WeightSpec& spec) {
-  if (spec.layer < 0) {
-    switch (spec.role) {
+// The one role -> tensor table; `Weights` is ModelWeights or const ModelWeights.
+template <class Weights>
+auto& role_slot(Weights& weights, int32_t layer_index, WeightRole role) {
+  if (layer_index < 0) {
+    switch (role) {
       case WeightRole::embedding: return weights.embedding;
       case WeightRole::final_norm: return weights.final_norm;
       case WeightRole::lm_head: return weights.lm_head;
       default: break;
     }
   } else {
-    LayerWeights& layer = weights.layers.at(static_cast<size_t>(spec.layer));
-    switch (spec.role) {
+    auto& layer = weights.layers.at(static_cast<size_t>(layer_index));
+    switch (role) {
       case WeightRole::attn_norm: return layer.attn_norm;
       case WeightRole::q: return layer.q;
       case WeightRole::k: return layer.k;
@@ -37,9 +39,11 @@ WeightView& slot(ModelWeights& weights, const WeightSpec& spec) {
       default: break;
     }
   }
-  MOSAIC_ASSERT(false, "weight role/layer mismatch for {}", spec.name);
+  MOSAIC_ASSERT(false, "no weight for role {} in layer {}", static_cast<int>(role), layer_index);
   std::abort();
 }
+
+WeightView& slot(ModelWeights& weights, const WeightSpec& spec) { return role_slot(weights, spec.layer, spec.role); }
 
 }  // namespace
 
@@ -83,6 +87,20 @@ std::unique_ptr<Model> Model::load(const std::filesystem::path& dir) {
            checkpoint.file_path(tensor.file).string(), tensor.name, family);
   if (config.tied_embeddings) weights.lm_head = weights.embedding;
   return model;
+}
+
+const WeightView& weight_of(const ModelWeights& weights, int32_t layer, WeightRole role) {
+  return role_slot(weights, layer, role);
+}
+
+WeightRole bias_role_of(WeightRole weight) {
+  switch (weight) {
+    case WeightRole::q: return WeightRole::q_bias;
+    case WeightRole::k: return WeightRole::k_bias;
+    case WeightRole::v: return WeightRole::v_bias;
+    default: MOSAIC_ASSERT(false, "role {} has no bias", static_cast<int>(weight));
+  }
+  std::abort();
 }
 
 }  // namespace mosaic

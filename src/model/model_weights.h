@@ -12,6 +12,7 @@
 
 #include "core/dtype.h"
 #include "model/checkpoint.h"
+#include "model/weight_names.h"
 
 namespace mosaic {
 
@@ -36,6 +37,12 @@ struct ModelWeights {
   WeightView lm_head;     // [vocab, hidden]; the embedding when tied
   uint64_t bytes = 0;     // stored bytes of all distinct tensors
 };
+
+// The tensor of `role` in decoder layer `layer`, or of a whole-model role (embedding, final_norm,
+// lm_head) when layer < 0. Asserts on a role that has no tensor there.
+const WeightView& weight_of(const ModelWeights& weights, int32_t layer, WeightRole role);
+// The bias role of a projection with a bias (q, k, v). Asserts for any other role.
+WeightRole bias_role_of(WeightRole projection);
 
 // The whole loaded model: config, mapped checkpoint, bound weights.
 class Model {
