@@ -62,8 +62,7 @@ std::unique_ptr<Engine> Engine::open(const std::filesystem::path& model_dir, con
   BackendChoice backend = make_step_runner(*impl->model, options);
   impl->runner = std::move(backend.runner);
   info.device = backend.device;
-  impl->memory = std::make_unique<StepMemoryModel>(
-      c, memory_setup_for(*impl->runner, info.device, c, info.weight_bytes, options.budget));
+  impl->memory = std::make_unique<StepMemoryModel>(c, DeviceMemorySetup{backend.memory, options.budget});
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }
 

@@ -48,7 +48,7 @@ Setup setup_for(const PlanRequest& request) {
   if (s.config.family == Family::llada_moe) fail("LLaDA-MoE planning is not supported yet");
   std::string activations = request.activations;
   if (request.device == "cuda") {
-    s.workspace = uint64_t{64} << 20;
+    s.workspace = kCudaWorkspaceReserveBytes;
     s.granule = uint64_t{2} << 20;
     if (activations.empty()) activations = "bf16";
   } else if (request.device == "cpu") {

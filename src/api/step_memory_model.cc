@@ -3,36 +3,8 @@
 #include <algorithm>
 
 #include "core/error.h"
-#include "exec/step_runner.h"
-#ifdef MOSAIC_HAVE_CUDA
-#include "exec/cuda_executor.h"
-#endif
 
 namespace mosaic {
-
-DeviceMemorySetup memory_setup_for(const StepRunner& runner, const std::string& device, const ModelConfig& config,
-                                   uint64_t weight_bytes, std::optional<uint64_t> budget) {
-  DeviceMemorySetup setup;
-  setup.budget = budget;
-#ifdef MOSAIC_HAVE_CUDA
-  if (device == "cuda") {
-    setup.stats_options = {DType::bf16, HeadMode::stats, CudaExecutor::head_scratch_per_row(config.vocab)};
-    setup.logits_options = {DType::bf16, HeadMode::logits, 0};
-    // CudaStepRunner sets weights + the executor's workspace aside; the workspace is not visible
-    // from here, so reserve what `mosaic plan --device cuda` reserves for it (64 MiB).
-    setup.fixed_bytes = static_cast<const CudaStepRunner&>(runner).weight_bytes() + (uint64_t{64} << 20);
-    setup.granule = uint64_t{2} << 20;
-    return setup;
-  }
-#endif
-  MOSAIC_ASSERT(device == "cpu", "no memory setup for device '{}'", device);
-  (void)runner, (void)config;
-  setup.stats_options = {DType::f32, HeadMode::stats, 0};
-  setup.logits_options = {DType::f32, HeadMode::logits, 0};
-  setup.fixed_bytes = weight_bytes;
-  setup.granule = uint64_t{64} << 10;  // as CpuStepRunner searches
-  return setup;
-}
 
 StepMemoryModel::StepMemoryModel(const ModelConfig& config, DeviceMemorySetup setup)
     : config_(config), setup_(setup) {}
@@ -41,9 +13,9 @@ MemoryFit StepMemoryModel::fit(const StepBound& bound) const {
   MemoryFit fit;
   if (!setup_.budget) return fit;
   fit.budget = *setup_.budget;
-  if (setup_.fixed_bytes >= *setup_.budget) {
+  if (setup_.runner.fixed_bytes >= *setup_.budget) {
     fit.fits = false;
-    fit.bytes_needed = setup_.fixed_bytes;
+    fit.bytes_needed = setup_.runner.fixed_bytes;
     return fit;
   }
   // The runners search chunks for the bucket's single-sequence shape: do exactly the same.
@@ -54,14 +26,14 @@ MemoryFit StepMemoryModel::fit(const StepBound& bound) const {
   if (const auto found = fits_.find(key); found != fits_.end()) return found->second;
   ChunkSearchRequest request;
   request.shape = StepShape{{tokens}, {candidates}};
-  request.options = bound.logits ? setup_.logits_options : setup_.stats_options;
-  request.activation_budget = *setup_.budget - setup_.fixed_bytes;
-  request.granule = setup_.granule;
+  request.options = bound.logits ? setup_.runner.logits_options : setup_.runner.stats_options;
+  request.activation_budget = *setup_.budget - setup_.runner.fixed_bytes;
+  request.granule = setup_.runner.granule;
   const ChunkSearchResult result = search_chunks(config_, request);
   fit.fits = result.fits;
-  const uint64_t activations = result.fits ? (result.planned_peak + setup_.granule - 1) / setup_.granule * setup_.granule
+  const uint64_t activations = result.fits ? (result.planned_peak + setup_.runner.granule - 1) / setup_.runner.granule * setup_.runner.granule
                                            : result.floor;
-  fit.bytes_needed = setup_.fixed_bytes + activations;
+  fit.bytes_needed = setup_.runner.fixed_bytes + activations;
   return fits_.emplace(key, fit).first->second;
 }
 
@@ -75,7 +47,7 @@ double StepMemoryModel::par(int64_t tokens, int64_t candidates, bool logits, con
   if (const auto found = pars_.find(key); found != pars_.end()) return found->second;
   // The plan the runner's planner made: the bucket's single-sequence shape.
   const StepShape bucket{{tokens_bucket}, {candidates_bucket}};
-  const GraphOptions& options = logits ? setup_.logits_options : setup_.stats_options;
+  const GraphOptions& options = logits ? setup_.runner.logits_options : setup_.runner.stats_options;
   const double par = plan_graph(instantiate_step_graph(config_, bucket, chunks, options)).memory.par();
   return pars_.emplace(key, par).first->second;
 }

@@ -12,26 +12,18 @@
 #include <tuple>
 
 #include "chunk/chunk_search.h"
+#include "exec/step_runner.h"
 #include "gen/step_bound.h"
 #include "mosaic/engine.h"
 #include "plan/step_planner.h"
 
 namespace mosaic {
 
-// What the backend plans a step with.
+// What the backend plans a step with (its runner's StepMemorySetup) and the engine's budget.
 struct DeviceMemorySetup {
-  GraphOptions stats_options, logits_options;  // fused head / materialised logits
-  uint64_t fixed_bytes = 0;                    // weights + workspace: the budget minus the arena's share
-  std::optional<uint64_t> budget;              // all bytes the engine may use; unset: no limit
-  uint64_t granule = 1;                        // the arena maps whole granules
+  StepMemorySetup runner;
+  std::optional<uint64_t> budget;  // all bytes the engine may use; unset: no limit
 };
-
-class StepRunner;
-
-// What `runner` (on `device`, "cpu" or "cuda") plans with: on the CPU fp32 activations, no
-// workspace, 64 KiB arena granules; on CUDA bf16 activations, the fused head's scratch, 2 MiB pages.
-DeviceMemorySetup memory_setup_for(const StepRunner& runner, const std::string& device, const ModelConfig& config,
-                                   uint64_t weight_bytes, std::optional<uint64_t> budget);
 
 class StepMemoryModel {
  public:

@@ -19,7 +19,9 @@ BackendChoice make_step_runner(const Model& model, const EngineOptions& options)
   if (options.device == "cuda" || (options.device == "auto" && gpu_visible)) {
 #ifdef MOSAIC_HAVE_CUDA
     if (!gpu_visible) fail("--device cuda: no CUDA device is visible");
-    return {std::make_unique<CudaStepRunner>(model, options.cuda_device, options.budget), "cuda"};
+    auto runner = std::make_unique<CudaStepRunner>(model, options.cuda_device, options.budget);
+    const StepMemorySetup memory = runner->memory_setup();
+    return {std::move(runner), "cuda", memory};
 #else
     fail("--device cuda: this Mosaic was built without CUDA");
 #endif
@@ -31,7 +33,9 @@ BackendChoice make_step_runner(const Model& model, const EngineOptions& options)
       fail("the weights ({}) alone exceed the budget of {}", format_bytes(weights), format_bytes(*options.budget));
     activation_budget = *options.budget - weights;
   }
-  return {std::make_unique<CpuStepRunner>(model, activation_budget), "cpu"};
+  auto runner = std::make_unique<CpuStepRunner>(model, activation_budget);
+  const StepMemorySetup memory = runner->memory_setup();
+  return {std::move(runner), "cpu", memory};
 }
 
 }  // namespace mosaic

@@ -14,6 +14,7 @@ namespace mosaic {
 struct BackendChoice {
   std::unique_ptr<StepRunner> runner;
   std::string device;  // "cpu" | "cuda"
+  StepMemorySetup memory;  // what the runner plans with (admission, PAR)
 };
 
 // Throws mosaic::Error for an unknown device, "cuda" with no usable GPU, or a budget the weights

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/format_bytes.h"
+#include "plan/step_memory.h"
 
 #ifdef MOSAIC_HAVE_CUDA
 #include "exec/cuda_executor.h"
@@ -13,12 +14,20 @@
 
 namespace mosaic {
 
+namespace {
+constexpr uint64_t kCpuGranule = 64 * 1024;  // the CPU arena's allocation unit
+}  // namespace
+
 CpuStepRunner::CpuStepRunner(const Model& model, std::optional<uint64_t> activation_budget)
     : model_(model),
       logits_planner_(model.config(), {DType::f32, HeadMode::logits}),
       stats_planner_(model.config(), {DType::f32, HeadMode::stats}),
       executor_(model),
-      chunker_(model.config(), activation_budget, 64 * 1024) {}
+      chunker_(model.config(), activation_budget, kCpuGranule) {}
+
+StepMemorySetup CpuStepRunner::memory_setup() const {
+  return {stats_planner_.options(), logits_planner_.options(), model_.weights().bytes, kCpuGranule};
+}
 
 StepOutput CpuStepRunner::run(const StepInput& input) {
   const auto start = std::chrono::steady_clock::now();
@@ -52,14 +61,13 @@ CudaStepRunner::CudaStepRunner(const Model& model, int device, std::optional<uin
   stats_options_ = {DType::bf16, HeadMode::stats, scratch};
   logits_planner_ = std::make_unique<StepPlanner>(model.config(), logits_options_);
   stats_planner_ = std::make_unique<StepPlanner>(model.config(), stats_options_);
+  fixed_bytes_ = executor_->weight_bytes() + std::max(executor_->workspace_bytes(), kCudaWorkspaceReserveBytes);
   std::optional<uint64_t> activation_budget;
   if (budget) {
-    // The planner reserves 64 MiB beside weights and arena for cuBLASLt and the per-step index
-    // and sampling buffers (PlanRequest::device "cuda"); keep at least that out of the arena.
-    const uint64_t fixed = executor_->weight_bytes() + std::max<uint64_t>(executor_->workspace_bytes(), uint64_t{64} << 20);
-    if (fixed >= *budget)
-      fail("the weights and workspace ({}) alone exceed the budget of {}", format_bytes(fixed), format_bytes(*budget));
-    activation_budget = *budget - fixed;
+    if (fixed_bytes_ >= *budget)
+      fail("the weights and workspace ({}) alone exceed the budget of {}", format_bytes(fixed_bytes_),
+           format_bytes(*budget));
+    activation_budget = *budget - fixed_bytes_;
   }
   chunker_ = std::make_unique<StepChunker>(model.config(), activation_budget, arena_->granularity());
 }
@@ -67,6 +75,10 @@ CudaStepRunner::CudaStepRunner(const Model& model, int device, std::optional<uin
 CudaStepRunner::~CudaStepRunner() = default;
 
 uint64_t CudaStepRunner::weight_bytes() const { return executor_->weight_bytes(); }
+
+StepMemorySetup CudaStepRunner::memory_setup() const {
+  return {stats_options_, logits_options_, fixed_bytes_, arena_->granularity()};
+}
 
 StepOutput CudaStepRunner::run(const StepInput& input) {
   const auto start = std::chrono::steady_clock::now();

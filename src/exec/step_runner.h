@@ -41,6 +41,13 @@ struct StepOutput {
   double host_seconds = 0;
 };
 
+// What a runner plans its steps with, for callers that predict its memory (admission by plan).
+struct StepMemorySetup {
+  GraphOptions stats_options, logits_options;  // fused head / materialised logits
+  uint64_t fixed_bytes = 0;                    // weights + workspace: the budget minus the arena's share
+  uint64_t granule = 1;                        // the arena maps whole granules
+};
+
 class StepRunner {
  public:
   virtual ~StepRunner() = default;
@@ -54,6 +61,7 @@ class CpuStepRunner final : public StepRunner {
   CpuStepRunner(const Model& model, std::optional<uint64_t> activation_budget = std::nullopt);
 
   StepOutput run(const StepInput& input) override;
+  StepMemorySetup memory_setup() const;
 
  private:
   const Model& model_;
@@ -79,12 +87,14 @@ class CudaStepRunner final : public StepRunner {
 
   StepOutput run(const StepInput& input) override;
   uint64_t weight_bytes() const;
+  StepMemorySetup memory_setup() const;
 
  private:
   const Model& model_;
   std::unique_ptr<CudaExecutor> executor_;
   std::unique_ptr<CudaArena> arena_;
   std::unique_ptr<StepChunker> chunker_;
+  uint64_t fixed_bytes_ = 0;  // weights + workspace reserve
   std::unique_ptr<StepPlanner> logits_planner_, stats_planner_;
   GraphOptions logits_options_, stats_options_;
   std::mutex mutex_;

@@ -9,6 +9,11 @@
 
 namespace mosaic {
 
+// Device bytes a CUDA engine keeps beside weights and arena for cuBLASLt's workspace and the
+// per-step index and sampling buffers: what plans for the GPU reserve, and what the CUDA step
+// runner keeps out of a budget's activation share.
+inline constexpr uint64_t kCudaWorkspaceReserveBytes = uint64_t{64} << 20;
+
 struct StepMemory {
   uint64_t planned_peak = 0;
   uint64_t lower_bound = 0;
