@@ -55,16 +55,7 @@ struct Case {
 
 template <int kHeadDim, int kMinBlocks>
 float time_kernel(const AttentionArgs& args, int repeats) {
-  KernelArgs kernel_args;
-  kernel_args.q = static_cast<const __nv_bfloat16*>(args.q);
-  kernel_args.k = static_cast<const __nv_bfloat16*>(args.k);
-  kernel_args.v = static_cast<const __nv_bfloat16*>(args.v);
-  kernel_args.out = static_cast<__nv_bfloat16*>(args.out);
-  kernel_args.q_stride = args.q_stride, kernel_args.k_stride = args.k_stride;
-  kernel_args.v_stride = args.v_stride, kernel_args.out_stride = args.out_stride;
-  kernel_args.group = static_cast<int>(args.q_heads / args.kv_heads);
-  kernel_args.scale_log2 = args.scale * 1.4426950408889634f;
-  kernel_args.segments = args.segments;
+  const KernelArgs kernel_args = kernel_args_of(args);
   launch<kHeadDim, kMinBlocks>(args, kernel_args, nullptr);  // warm-up
   cudaEvent_t start, stop;
   MOSAIC_CUDA_CHECK(cudaEventCreate(&start));

@@ -27,9 +27,12 @@
 #include <cstdlib>
 
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/ptx.cuh"
 
 namespace mosaic::cuda {
 namespace {
+
+using namespace ptx;
 
 constexpr int kBlockM = 128;  // query rows per CTA
 constexpr int kBlockN = 64;   // keys per tile
@@ -37,51 +40,9 @@ constexpr int kWarps = kBlockM / 16;
 constexpr int kThreads = kWarps * 32;
 constexpr int64_t kMaxGridZ = 65535;
 
-// ---- PTX wrappers (sm_80+ instructions, all valid on sm_90) -------------------------------
-
-__device__ __forceinline__ uint32_t smem_address(const void* pointer) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(pointer));
-}
-
-// 16 bytes global -> shared, bypassing L1; bytes beyond `src_bytes` (0 or 16) are zero-filled.
-__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, uint32_t src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-               "r"(src_bytes));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n"); }
-template <int kPending>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
-}
-
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t address) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(address));
-}
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t address) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(address));
-}
-
-// D = A B + D, A 16x16 bf16 (row), B 16x8 bf16 (col), D 16x8 fp32.
-__device__ __forceinline__ void mma_bf16_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
-                                               uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-      "{%8, %9}, {%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
+// ---- small helpers (the PTX wrappers are in ptx.cuh) ----------------------------------------
 
 __device__ __forceinline__ int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-
-__device__ __forceinline__ float exp2_approx(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
 
 // Two floats rounded to bf16 (round to nearest even), packed low = first.
 __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
@@ -126,6 +87,21 @@ struct KernelArgs {
   float scale_log2;   // scale * log2(e): scores are taken to base 2 in one multiply
   const AttentionSegment* segments;
 };
+
+// The kernel's view of validated AttentionArgs (scores taken to base 2 in one multiply).
+KernelArgs kernel_args_of(const AttentionArgs& args) {
+  KernelArgs kernel_args;
+  kernel_args.q = static_cast<const __nv_bfloat16*>(args.q);
+  kernel_args.k = static_cast<const __nv_bfloat16*>(args.k);
+  kernel_args.v = static_cast<const __nv_bfloat16*>(args.v);
+  kernel_args.out = static_cast<__nv_bfloat16*>(args.out);
+  kernel_args.q_stride = args.q_stride, kernel_args.k_stride = args.k_stride;
+  kernel_args.v_stride = args.v_stride, kernel_args.out_stride = args.out_stride;
+  kernel_args.group = static_cast<int>(args.q_heads / args.kv_heads);
+  kernel_args.scale_log2 = args.scale * 1.4426950408889634f;
+  kernel_args.segments = args.segments;
+  return kernel_args;
+}
 
 // kMinBlocks: CTAs per SM the register allocation must allow (dev/cuda/attention_bench.cu
 // measures the choice).
@@ -386,16 +362,7 @@ void attention(const AttentionArgs& args, cudaStream_t stream) {
   if (!(args.scale > 0.0f)) invalid_arguments("scale must be positive");
   if ((args.max_q_rows + kBlockM - 1) / kBlockM > 0x7fffffff) invalid_arguments("max_q_rows");
 
-  KernelArgs kernel_args;
-  kernel_args.q = static_cast<const __nv_bfloat16*>(args.q);
-  kernel_args.k = static_cast<const __nv_bfloat16*>(args.k);
-  kernel_args.v = static_cast<const __nv_bfloat16*>(args.v);
-  kernel_args.out = static_cast<__nv_bfloat16*>(args.out);
-  kernel_args.q_stride = args.q_stride, kernel_args.k_stride = args.k_stride;
-  kernel_args.v_stride = args.v_stride, kernel_args.out_stride = args.out_stride;
-  kernel_args.group = static_cast<int>(args.q_heads / args.kv_heads);
-  kernel_args.scale_log2 = args.scale * 1.4426950408889634f;
-  kernel_args.segments = args.segments;
+  const KernelArgs kernel_args = kernel_args_of(args);
   if (args.head_dim == 128) {
     launch<128>(args, kernel_args, stream);
   } else {
