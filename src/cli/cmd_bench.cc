@@ -70,10 +70,11 @@ int run_step(const BenchOptions& o) {
     if (length < 2) fail("--seq-len {}: a step needs at least 2 tokens", length);
     lengths.push_back(length);
   }
-  const auto bench = StepBench::open(o.model, engine_options(o));
+  const EngineOptions options = engine_options(o);
+  const auto bench = StepBench::open(o.model, options);
   nlohmann::ordered_json report = {{"model", o.model}, {"family", bench->family()}, {"device", bench->device()},
                                    {"temperature", o.temperature}, {"warmup", o.warmup}, {"repeats", o.repeats}};
-  if (!o.budget.empty()) report["budget_bytes"] = parse_byte_size(o.budget, "--budget");
+  if (options.budget) report["budget_bytes"] = *options.budget;
   if (!o.json) {
     fmt::print("mosaic bench step: {} ({}, {}), prompt L/2, L/2 masked, temperature {}, median of {} after {} warm-up\n",
                o.model, bench->family(), bench->device(), o.temperature, o.repeats, o.warmup);
@@ -93,9 +94,10 @@ int run_step(const BenchOptions& o) {
 
 int run_lmax(const BenchOptions& o) {
   if (o.budget.empty()) fail("bench lmax needs --budget (e.g. 24GiB: weights + workspace + activations)");
+  const EngineOptions options = engine_options(o);
   PlanRequest request;
   request.model = o.model;
-  request.budget = parse_byte_size(o.budget, "--budget");
+  request.budget = options.budget;
   request.temperature = o.temperature;
   request.device = o.device == "cpu" || (o.device == "auto" && !visible_gpu()) ? "cpu" : "cuda";
   const LmaxReport planned = find_lmax(request);
@@ -105,7 +107,7 @@ int run_lmax(const BenchOptions& o) {
     fmt::print("mosaic bench lmax: {} under {}: planned L_max {} tokens; running one step at L = {} ...\n", o.model,
                o.budget, planned.l_max, length);
   std::fflush(stdout);
-  const auto bench = StepBench::open(o.model, engine_options(o));
+  const auto bench = StepBench::open(o.model, options);
   const StepBenchmark b = bench->run(length, length - length / 2, o.temperature, 0, 1);
   const uint64_t used = b.weight_bytes + b.arena_bytes + planned.at_l_max.workspace_bytes;
   if (o.json || !o.json_out.empty()) {

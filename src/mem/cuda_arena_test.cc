@@ -11,17 +11,10 @@
 namespace mosaic {
 namespace {
 
-bool have_gpu() {
-  int count = 0;
-  const bool ok = cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
-  cudaGetLastError();
-  return ok;
-}
-
 class CudaArenaTest : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
-    if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+    if (!cuda_devices_visible()) GTEST_SKIP() << "no CUDA device";
   }
 };
 

@@ -20,7 +20,6 @@ Exit status 0 when every case passes, 1 otherwise (with a report of what failed)
 import argparse
 import os
 import shutil
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -28,11 +27,11 @@ from dataclasses import dataclass
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cli_runner import CheckFailure, run_command  # noqa: E402
 import reference_forward as ref  # noqa: E402
 import safetensors_np as st  # noqa: E402
 
 STORED_DTYPE = {"bf16": "BF16", "fp16": "F16", "fp32": "F32"}
-COMMAND_TIMEOUT_S = 120
 
 
 @dataclass
@@ -95,25 +94,6 @@ CASES = [
          batches=[[(12, "all")]], extra_args=("--tied",),
          notes="tie_word_embeddings, 3 layers"),
 ]
-
-
-class CheckFailure(Exception):
-    """A failed check; the message is the report."""
-
-
-def run_command(argv):
-    """Run argv, return stdout; raise CheckFailure with its output on error or timeout."""
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        raise CheckFailure(f"timed out after {COMMAND_TIMEOUT_S} s: {' '.join(argv)}")
-    except OSError as e:
-        raise CheckFailure(f"cannot run {argv[0]}: {e}")
-    if proc.returncode != 0:
-        raise CheckFailure(f"exit status {proc.returncode}: {' '.join(argv)}\n"
-                           f"--- stdout ---\n{proc.stdout[-3000:]}\n"
-                           f"--- stderr ---\n{proc.stderr[-3000:]}")
-    return proc.stdout
 
 
 def make_model(mosaic, case, out_dir):

@@ -29,7 +29,6 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 import zlib
@@ -39,11 +38,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cli_runner import CheckFailure, run_command  # noqa: E402
 import generate_np as gen  # noqa: E402
 import reference_forward as ref  # noqa: E402
 import safetensors_np as st  # noqa: E402
 
-COMMAND_TIMEOUT_S = 120
 PROMPT_ID_LIMIT = 1000      # prompts use ids below the tiny preset's specials (1000, 1001)
 
 
@@ -216,25 +215,6 @@ CASES = [
     D("dream_mqa_entropy_t07", **G16, steps=8, alg="entropy", temperature=0.7, seed=12,
       model="dream_mqa"),
 ]
-
-
-class CheckFailure(Exception):
-    """A failed check; the message is the report."""
-
-
-def run_command(argv):
-    """Run argv, return stdout; raise CheckFailure with its output on error or timeout."""
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        raise CheckFailure(f"timed out after {COMMAND_TIMEOUT_S} s: {' '.join(argv)}")
-    except OSError as e:
-        raise CheckFailure(f"cannot run {argv[0]}: {e}")
-    if proc.returncode != 0:
-        raise CheckFailure(f"exit status {proc.returncode}: {' '.join(argv)}\n"
-                           f"--- stdout ---\n{proc.stdout[-3000:]}\n"
-                           f"--- stderr ---\n{proc.stderr[-3000:]}")
-    return proc.stdout
 
 
 def make_model(mosaic, spec, out_dir):
