@@ -1,11 +1,13 @@
-// Workbench for the flash-attention kernel (src/backend/cuda/attention.cu): a correctness check
-// against a naive fp32 GPU reference, then timings of the engine's kernel at model shapes and a
-// sweep of its register/occupancy variant. Only the winner goes into the engine.
+// Workbench for the flash-attention kernels (src/backend/cuda/attention.cu, the portable mma.sync
+// kernel, and attention_sm90.cu, the Hopper wgmma kernel): a correctness check of both against a
+// naive fp32 GPU reference, then timings at model shapes: the portable kernel's two register
+// budgets and the Hopper kernel. Only the winner goes into the engine.
 //
-//   nvcc -std=c++20 -arch=sm_90 -O3 --expt-relaxed-constexpr -Isrc -Iinclude \
-//        dev/cuda/attention_bench.cu -o /tmp/attention_bench && /tmp/attention_bench
+//   nvcc -std=c++20 -arch=sm_90a -O3 --expt-relaxed-constexpr -Isrc -Iinclude \
+//        dev/cuda/attention_bench.cu src/backend/cuda/attention_sm90.cu -o /tmp/attention_bench \
+//     && /tmp/attention_bench
 //
-// It includes the engine's .cu file so that it can launch the kernel templates directly.
+// It includes the engine's attention.cu so that it can launch the kernel templates directly.
 #include "backend/cuda/attention.cu"
 
 #include <cmath>
@@ -71,7 +73,24 @@ float time_kernel(const AttentionArgs& args, int repeats) {
   return ms / repeats;
 }
 
-// Runs one case: optional check against the reference, then timings of both variants.
+float time_dispatch(AttentionArgs args, AttentionKernel kernel, int repeats) {
+  args.kernel = kernel;
+  attention(args, nullptr);  // warm-up
+  cudaEvent_t start, stop;
+  MOSAIC_CUDA_CHECK(cudaEventCreate(&start));
+  MOSAIC_CUDA_CHECK(cudaEventCreate(&stop));
+  MOSAIC_CUDA_CHECK(cudaEventRecord(start));
+  for (int i = 0; i < repeats; ++i) attention(args, nullptr);
+  MOSAIC_CUDA_CHECK(cudaEventRecord(stop));
+  MOSAIC_CUDA_CHECK(cudaEventSynchronize(stop));
+  float ms = 0;
+  MOSAIC_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+  MOSAIC_CUDA_CHECK(cudaEventDestroy(start));
+  MOSAIC_CUDA_CHECK(cudaEventDestroy(stop));
+  return ms / repeats;
+}
+
+// Runs one case: optional check of each kernel against the reference, then timings.
 void run_case(const Case& c, bool check) {
   const int64_t q_size = c.length * c.q_heads * c.head_dim, kv_size = c.length * c.kv_heads * c.head_dim;
   std::vector<uint16_t> host(q_size + 2 * kv_size);
@@ -96,8 +115,8 @@ void run_case(const Case& c, bool check) {
   args.scale = 1.0f / std::sqrt(float(c.head_dim));
   args.segments = segment, args.segment_count = 1, args.max_q_rows = c.length;
 
+  const bool hopper = c.head_dim == 128 && hopper_attention_available();
   if (check) {
-    attention(args, nullptr);
     float* reference;
     MOSAIC_CUDA_CHECK(cudaMalloc(&reference, q_size * 4));
     const int64_t threads = c.length * c.q_heads;
@@ -105,16 +124,25 @@ void run_case(const Case& c, bool check) {
         q, q + q_size, q + q_size + kv_size, reference, c.length, c.q_heads, c.kv_heads,
         c.head_dim, args.scale);
     MOSAIC_CUDA_CHECK(cudaDeviceSynchronize());
-    std::vector<uint16_t> got(q_size);
     std::vector<float> want(q_size);
-    MOSAIC_CUDA_CHECK(cudaMemcpy(got.data(), out, q_size * 2, cudaMemcpyDeviceToHost));
     MOSAIC_CUDA_CHECK(cudaMemcpy(want.data(), reference, q_size * 4, cudaMemcpyDeviceToHost));
-    double error = 0, norm = 0;
-    for (int64_t i = 0; i < q_size; ++i) {
-      const double diff = bf16_to_f32(got[i]) - want[i];
-      error += diff * diff, norm += double(want[i]) * want[i];
+    for (const AttentionKernel kernel : {AttentionKernel::portable, AttentionKernel::hopper}) {
+      if (kernel == AttentionKernel::hopper && !hopper) continue;
+      MOSAIC_CUDA_CHECK(cudaMemset(out, 0xff, q_size * 2));  // NaN: unwritten elements fail
+      args.kernel = kernel;
+      attention(args, nullptr);
+      MOSAIC_CUDA_CHECK(cudaDeviceSynchronize());
+      std::vector<uint16_t> got(q_size);
+      MOSAIC_CUDA_CHECK(cudaMemcpy(got.data(), out, q_size * 2, cudaMemcpyDeviceToHost));
+      double error = 0, norm = 0;
+      for (int64_t i = 0; i < q_size; ++i) {
+        const double diff = bf16_to_f32(got[i]) - want[i];
+        error += diff * diff, norm += double(want[i]) * want[i];
+      }
+      std::printf("%-28s check %-8s: relative L2 error %.2e\n", c.name,
+                  kernel == AttentionKernel::hopper ? "hopper" : "portable", std::sqrt(error / norm));
     }
-    std::printf("%-28s check: relative L2 error %.2e\n", c.name, std::sqrt(error / norm));
+    args.kernel = AttentionKernel::automatic;
     MOSAIC_CUDA_CHECK(cudaFree(reference));
   }
 
@@ -126,8 +154,13 @@ void run_case(const Case& c, bool check) {
   } else {
     ms1 = time_kernel<64, 1>(args, repeats), ms2 = time_kernel<64, 2>(args, repeats);
   }
-  std::printf("%-28s L=%6lld  1 CTA/SM bound: %8.3f ms %6.1f TFLOP/s | 2 CTA/SM bound: %8.3f ms %6.1f TFLOP/s\n",
+  std::printf("%-28s L=%6lld  portable, 1 CTA/SM: %8.3f ms %6.1f TFLOP/s | 2 CTA/SM: %8.3f ms %6.1f TFLOP/s",
               c.name, static_cast<long long>(c.length), ms1, flops / ms1 / 1e9, ms2, flops / ms2 / 1e9);
+  if (hopper) {
+    const float ms3 = time_dispatch(args, AttentionKernel::hopper, repeats);
+    std::printf(" | hopper: %8.3f ms %6.1f TFLOP/s", ms3, flops / ms3 / 1e9);
+  }
+  std::printf("\n");
   MOSAIC_CUDA_CHECK(cudaFree(q));
   MOSAIC_CUDA_CHECK(cudaFree(out));
   MOSAIC_CUDA_CHECK(cudaFree(segment));
@@ -140,6 +173,7 @@ int main() {
   using mosaic::cuda::Case;
   mosaic::cuda::run_case({"check d128 gqa7", 1000, 14, 2, 128}, true);
   mosaic::cuda::run_case({"check d64", 777, 8, 8, 64}, true);
+  mosaic::cuda::run_case({"check d128 2053 rows", 2053, 4, 4, 128}, true);
   for (int64_t length : {4096, 16384, 32768}) {
     mosaic::cuda::run_case({"LLaDA-8B (32/32 x 128)", length, 32, 32, 128}, false);
     mosaic::cuda::run_case({"Dream-7B (28/4 x 128)", length, 28, 4, 128}, false);

@@ -26,6 +26,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "backend/cuda/attention_sm90.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/ptx.cuh"
 
@@ -362,6 +363,14 @@ void attention(const AttentionArgs& args, cudaStream_t stream) {
   if (!(args.scale > 0.0f)) invalid_arguments("scale must be positive");
   if ((args.max_q_rows + kBlockM - 1) / kBlockM > 0x7fffffff) invalid_arguments("max_q_rows");
 
+  const bool hopper_fits = args.head_dim == 128 && hopper_attention_available();
+  if (args.kernel == AttentionKernel::hopper && !hopper_fits) {
+    invalid_arguments("the Hopper kernel needs head_dim 128 and a compute capability 9.0 device");
+  }
+  if (args.kernel != AttentionKernel::portable && hopper_fits) {
+    hopper_attention(args, stream);
+    return;
+  }
   const KernelArgs kernel_args = kernel_args_of(args);
   if (args.head_dim == 128) {
     launch<128>(args, kernel_args, stream);

@@ -13,6 +13,10 @@
 
 namespace mosaic::cuda {
 
+// Which kernel runs: automatic takes the Hopper (wgmma) kernel for head_dim 128 on compute
+// capability 9.0, the portable (mma.sync, sm_80+) kernel otherwise. Tests and benchmarks name one.
+enum class AttentionKernel { automatic, portable, hopper };
+
 struct AttentionArgs {
   const void* q = nullptr;  int64_t q_stride = 0;    // bf16 [rows, q_heads, head_dim]
   const void* k = nullptr;  int64_t k_stride = 0;    // bf16 [rows, kv_heads, head_dim]
@@ -23,6 +27,7 @@ struct AttentionArgs {
   const AttentionSegment* segments = nullptr;        // device array
   int64_t segment_count = 0;
   int64_t max_q_rows = 0;                            // max q_count over segments (grid size)
+  AttentionKernel kernel = AttentionKernel::automatic;
 };
 
 void attention(const AttentionArgs& args, cudaStream_t stream);

@@ -1,5 +1,6 @@
 // cuda::attention against the CPU fp32 kernel on the same bf16 values, and the bit-exactness of
-// query chunking. Skipped without a device.
+// query chunking, for each kernel: the portable one (every device) and the Hopper one (compute
+// capability 9.0, head_dim 128). Skipped without a device.
 #include "backend/cuda/attention.h"
 
 #include <gtest/gtest.h>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "backend/cpu/attention.h"
+#include "backend/cuda/attention_sm90.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/device.h"
 #include "core/half.h"
@@ -41,10 +43,18 @@ void upload(DeviceBuffer& buffer, const std::vector<T>& host) {
   MOSAIC_CUDA_CHECK(cudaMemcpy(buffer.data, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
 }
 
-class CudaAttention : public ::testing::Test {
+class CudaAttention : public ::testing::TestWithParam<AttentionKernel> {
  protected:
   void SetUp() override {
     if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
+    if (GetParam() == AttentionKernel::hopper && !hopper_attention_available()) {
+      GTEST_SKIP() << "the Hopper kernel needs a compute capability 9.0 device";
+    }
+  }
+  // The head sizes the kernel under test takes.
+  std::vector<int64_t> head_dims() const {
+    if (GetParam() == AttentionKernel::hopper) return {128};
+    return {128, 64};
   }
 };
 
@@ -66,7 +76,7 @@ struct Problem {
   float scale() const { return 1.0f / std::sqrt(static_cast<float>(head_dim)); }
 
   // bf16 [rows, out_stride], poisoned before the call.
-  std::vector<uint16_t> run_gpu(const std::vector<AttentionSegment>& segments) const {
+  std::vector<uint16_t> run_gpu(const std::vector<AttentionSegment>& segments, AttentionKernel kernel) const {
     DeviceBuffer device_qkv(qkv.size() * 2), device_out(rows * out_stride() * 2),
         device_segments(segments.size() * sizeof(AttentionSegment));
     upload(device_qkv, qkv);
@@ -84,6 +94,7 @@ struct Problem {
     args.segments = static_cast<const AttentionSegment*>(device_segments.data);
     args.segment_count = static_cast<int64_t>(segments.size());
     for (const AttentionSegment& s : segments) args.max_q_rows = std::max(args.max_q_rows, s.q_count);
+    args.kernel = kernel;
     attention(args, nullptr);
     MOSAIC_CUDA_CHECK(cudaGetLastError());
     MOSAIC_CUDA_CHECK(cudaDeviceSynchronize());
@@ -143,40 +154,40 @@ struct Heads {
   int64_t q, kv;
 };
 
-TEST_F(CudaAttention, PackedBatchMatchesCpuWithGqa) {
+TEST_P(CudaAttention, PackedBatchMatchesCpuWithGqa) {
   // Three sequences of 1, 37 and 200 rows, each attending to itself only.
   const std::vector<AttentionSegment> segments = {{0, 1, 0, 1}, {1, 37, 1, 37}, {38, 200, 38, 200}};
-  for (int64_t head_dim : {128, 64}) {
+  for (int64_t head_dim : head_dims()) {
     for (Heads heads : {Heads{4, 4}, Heads{4, 2}, Heads{7, 1}}) {
       const Problem p(238, heads.q, heads.kv, head_dim, static_cast<uint32_t>(head_dim + heads.q));
-      expect_close(p, segments, p.run_gpu(segments), p.run_cpu(segments));
+      expect_close(p, segments, p.run_gpu(segments, GetParam()), p.run_cpu(segments));
     }
   }
 }
 
 // Query chunks (q_count < kv_count), candidate-only rows, and segments longer than one tile of
-// queries (128) and of keys (64), with ragged ends.
-TEST_F(CudaAttention, QueryChunksAndCandidateRows) {
+// queries (128) and of keys (64 portable, 128 Hopper), with ragged ends.
+TEST_P(CudaAttention, QueryChunksAndCandidateRows) {
   const std::vector<AttentionSegment> segments = {
       {0, 130, 0, 300}, {130, 170, 0, 300},    // a 300-row sequence in two query chunks
       {310, 4, 300, 50}, {360, 3, 350, 40},    // candidate rows of two short sequences
       {400, 259, 400, 259}};                   // a whole sequence: 3 query tiles, 5 key tiles
-  for (int64_t head_dim : {128, 64}) {
+  for (int64_t head_dim : head_dims()) {
     for (Heads heads : {Heads{2, 2}, Heads{6, 3}, Heads{7, 1}}) {
       const Problem p(659, heads.q, heads.kv, head_dim, static_cast<uint32_t>(7 * head_dim + heads.kv));
-      expect_close(p, segments, p.run_gpu(segments), p.run_cpu(segments));
+      expect_close(p, segments, p.run_gpu(segments, GetParam()), p.run_cpu(segments));
     }
   }
 }
 
 // Splitting a sequence's queries into segments at arbitrary rows (not multiples of the 128-row
 // query tile), in any order, changes no output bit.
-TEST_F(CudaAttention, QueryChunkingIsBitExact) {
+TEST_P(CudaAttention, QueryChunkingIsBitExact) {
   std::mt19937 rng(17);
-  for (int64_t head_dim : {128, 64}) {
+  for (int64_t head_dim : head_dims()) {
     const int64_t length = 700;
     const Problem p(length, 4, 2, head_dim, static_cast<uint32_t>(head_dim));
-    const std::vector<uint16_t> whole = p.run_gpu({{0, length, 0, length}});
+    const std::vector<uint16_t> whole = p.run_gpu({{0, length, 0, length}}, GetParam());
     for (int trial = 0; trial < 3; ++trial) {
       std::vector<AttentionSegment> chunks;
       for (int64_t row = 0; row < length;) {
@@ -185,7 +196,7 @@ TEST_F(CudaAttention, QueryChunkingIsBitExact) {
         row += rows;
       }
       std::shuffle(chunks.begin(), chunks.end(), rng);
-      const std::vector<uint16_t> chunked = p.run_gpu(chunks);
+      const std::vector<uint16_t> chunked = p.run_gpu(chunks, GetParam());
       EXPECT_EQ(std::memcmp(whole.data(), chunked.data(), whole.size() * 2), 0)
           << "d " << head_dim << " trial " << trial << " (" << chunks.size() << " chunks)";
     }
@@ -194,7 +205,7 @@ TEST_F(CudaAttention, QueryChunkingIsBitExact) {
 
 // Row offsets past 2^31 elements: one segment at rows 2100..2200 of a buffer whose row stride is
 // 2^20 elements (4.6 GB), so every row offset overflows int32. Only the named rows are filled.
-TEST_F(CudaAttention, RowOffsetsBeyond32Bits) {
+TEST_P(CudaAttention, RowOffsetsBeyond32Bits) {
   constexpr int64_t kStride = int64_t{1} << 20, kRows = 2200, kHeads = 2, kDim = 128;
   constexpr int64_t kKvBegin = 2100, kQBegin = 2140;
   DeviceBuffer big;
@@ -220,6 +231,7 @@ TEST_F(CudaAttention, RowOffsetsBeyond32Bits) {
   args.scale = compact.scale();
   args.segments = static_cast<const AttentionSegment*>(device_segments.data);
   args.segment_count = 1, args.max_q_rows = kRows - kQBegin;
+  args.kernel = GetParam();
   attention(args, nullptr);
   MOSAIC_CUDA_CHECK(cudaGetLastError());
   MOSAIC_CUDA_CHECK(cudaDeviceSynchronize());
@@ -241,6 +253,12 @@ TEST_F(CudaAttention, RowOffsetsBeyond32Bits) {
   }
   EXPECT_LE(std::sqrt(error / norm), 1e-2);
 }
+
+INSTANTIATE_TEST_SUITE_P(Kernels, CudaAttention,
+                         ::testing::Values(AttentionKernel::portable, AttentionKernel::hopper),
+                         [](const ::testing::TestParamInfo<AttentionKernel>& info) {
+                           return info.param == AttentionKernel::hopper ? "hopper" : "portable";
+                         });
 
 }  // namespace
 }  // namespace mosaic::cuda

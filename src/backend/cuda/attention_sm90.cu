@@ -1,0 +1,419 @@
+// Flash attention forward for Hopper (sm_90a): the same contract and arithmetic as the portable
+// kernel in attention.cu, with the two matrix products on warpgroup MMA (wgmma) reading their
+// B operands — and Q — straight from shared memory (docs/design/cuda-kernels.md, "Attention on
+// Hopper").
+//
+// One CTA of two warpgroups owns kBlockM = 128 query rows of one (segment, q head); warpgroup w
+// owns rows 64w..64w+63. It walks the segment's keys in tiles of kBlockN = 128 from kv_begin:
+//   1. S [64, 128] = Q_w K_t^T     8 × wgmma m64n128k16, A = Q and B = K from shared memory
+//   2. online softmax per row, exactly as the portable kernel does it (same operations, same
+//      order per row: m' = max(m, rowmax S), alpha, P rounded to bf16, l = l alpha + rowsum P)
+//   3. O [64, 128] = O alpha + P V_t   8 × wgmma m64n128k16, A = P from registers (the S
+//      accumulator layout is the A fragment layout), B = V from shared memory, transposed
+// K and V tiles are double-buffered with cp.async; every tile in shared memory uses the 128-byte
+// swizzle wgmma reads: [head_dim / 64 column blocks][rows][64 elements], 16-byte chunk c of row
+// r stored at chunk c ^ (r & 7), each block 1024-byte aligned.
+//
+// Exactness: a query row's arithmetic depends only on that row of Q and the segment's keys and
+// values, in an instruction sequence that is the same whichever warpgroup, tile or call the row
+// lands in, so query chunking changes no output bit (as with the portable kernel).
+#include "backend/cuda/attention_sm90.h"
+
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/ptx.cuh"
+
+namespace mosaic::cuda {
+namespace {
+
+using namespace ptx;
+
+constexpr int kHeadDim = 128;
+constexpr int kBlockM = 128;  // query rows per CTA: two warpgroups of 64
+constexpr int kBlockN = 128;  // keys per tile
+constexpr int kThreads = 256;
+constexpr int64_t kMaxGridZ = 65535;
+constexpr uint32_t kQBytes = kBlockM * kHeadDim * 2, kKVBytes = kBlockN * kHeadDim * 2;
+constexpr int kSharedBytes = 1024 + kQBytes + 4 * kKVBytes;  // alignment slack, Q, K[2], V[2]
+
+// Device code exists only in the sm_90a pass; the host pass sees the launch stub.
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+__device__ __forceinline__ int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+__device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&v);
+}
+__device__ __forceinline__ float bf16_low(uint32_t packed) { return __uint_as_float(packed << 16); }
+__device__ __forceinline__ float bf16_high(uint32_t packed) {
+  return __uint_as_float(packed & 0xffff0000u);
+}
+
+// Byte offset of 16-byte chunk `chunk` (0 .. kHeadDim / 8 - 1) of row `row` in a swizzled tile of
+// kRows rows.
+template <int kRows>
+__device__ __forceinline__ uint32_t swizzled_offset(int row, int chunk) {
+  return static_cast<uint32_t>((chunk >> 3) * kRows * 128 + row * 128 + (((chunk & 7) ^ (row & 7)) << 4));
+}
+
+template <int kRows>
+__device__ __forceinline__ void load_tile(uint32_t tile, const __nv_bfloat16* base, int64_t stride,
+                                          int valid) {
+  constexpr int kChunks = kHeadDim / 8;
+  for (int i = threadIdx.x; i < kRows * kChunks; i += kThreads) {
+    const int row = i / kChunks, chunk = i % kChunks;
+    const bool inside = row < valid;
+    const __nv_bfloat16* src = base + (inside ? row * stride + chunk * 8 : 0);
+    cp_async_16(tile + swizzled_offset<kRows>(row, chunk), src, inside ? 16 : 0);
+  }
+}
+
+// ---- wgmma (PTX ISA 8.0+, sm_90a) --------------------------------------------------------------
+
+// Shared-memory matrix descriptor, 128-byte swizzle: start address, leading and stride byte
+// offsets (all in 16-byte units), layout type 1 in bits 62-63.
+__device__ __forceinline__ uint64_t smem_descriptor(uint32_t address, uint32_t leading_bytes,
+                                                    uint32_t stride_bytes) {
+  return static_cast<uint64_t>((address & 0x3ffff) >> 4) |
+         (static_cast<uint64_t>(leading_bytes >> 4) << 16) |
+         (static_cast<uint64_t>(stride_bytes >> 4) << 32) | (uint64_t{1} << 62);
+}
+
+// Keeps the compiler from moving register reads or writes across the asynchronous MMA.
+__device__ __forceinline__ void fence_registers(float (&r)[64]) {
+#pragma unroll
+  for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(r[i])::"memory");
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void wgmma_wait_all() {
+  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+}
+// Writes by ordinary stores (cp.async included) become visible to wgmma's operand reads.
+__device__ __forceinline__ void fence_proxy_async() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+// D [64 x 128] (+)= A [64 x 16] B [16 x 128]; A and B in shared memory, both K-major.
+__device__ __forceinline__ void wgmma_m64n128k16_ss(float (&d)[64], uint64_t a, uint64_t b,
+                                                    int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, "
+      "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, "
+      "%38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, "
+      "%56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+        "+f"(d[63])
+      : "l"(a), "l"(b), "r"(accumulate));
+}
+
+// D [64 x 128] += A [64 x 16] B [16 x 128]; A in registers (the m16n8k16 A fragment per warp), B in
+// shared memory with N (not K) contiguous: transposed.
+__device__ __forceinline__ void wgmma_m64n128k16_rs_transposed_b(float (&d)[64], const uint32_t (&a)[4],
+                                                                 uint64_t b) {
+  asm volatile(
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, "
+      "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, "
+      "%38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, "
+      "%56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, 1, 1, 1, 1;\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+        "+f"(d[63])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+}
+#endif  // __CUDA_ARCH_FEAT_SM90_ALL
+
+struct KernelArgs {
+  const __nv_bfloat16* q;
+  const __nv_bfloat16* k;
+  const __nv_bfloat16* v;
+  __nv_bfloat16* out;
+  int64_t q_stride, k_stride, v_stride, out_stride;
+  int group;          // q heads per kv head
+  float scale_log2;   // scale * log2(e)
+  const AttentionSegment* segments;
+};
+
+__global__ void __launch_bounds__(kThreads, 1)
+    flash_attention_wgmma_kernel(const KernelArgs args, int64_t segment_offset) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr int kKSteps = kHeadDim / 16;  // k16 steps of Q K^T
+  constexpr int kNTiles = 16;             // n8 tiles of S (kBlockN / 8) and of O (kHeadDim / 8)
+  static_assert(kBlockN / 8 == kNTiles && kHeadDim / 8 == kNTiles);
+
+  const AttentionSegment segment = args.segments[segment_offset + blockIdx.z];
+  const int64_t q_row0 = int64_t{blockIdx.x} * kBlockM;
+  if (q_row0 >= segment.q_count) return;
+  const int q_valid = static_cast<int>(min64(kBlockM, segment.q_count - q_row0));
+  const int head = blockIdx.y, kv_head = head / args.group;
+  const int kv_tiles = static_cast<int>((segment.kv_count + kBlockN - 1) / kBlockN);
+
+  extern __shared__ unsigned char smem[];
+  const uint32_t q_tile = (smem_address(smem) + 1023) & ~uint32_t{1023};
+  const uint32_t k_tiles = q_tile + kQBytes;        // [2] stages
+  const uint32_t v_tiles = k_tiles + 2 * kKVBytes;  // [2] stages
+
+  const __nv_bfloat16* q_base =
+      args.q + (segment.q_begin + q_row0) * args.q_stride + int64_t{head} * kHeadDim;
+  const __nv_bfloat16* k_base = args.k + segment.kv_begin * args.k_stride + int64_t{kv_head} * kHeadDim;
+  const __nv_bfloat16* v_base = args.v + segment.kv_begin * args.v_stride + int64_t{kv_head} * kHeadDim;
+  auto load_kv = [&](int t) {
+    const int valid = static_cast<int>(min64(kBlockN, segment.kv_count - int64_t{t} * kBlockN));
+    const uint32_t stage = (t & 1) * kKVBytes;
+    load_tile<kBlockN>(k_tiles + stage, k_base + int64_t{t} * kBlockN * args.k_stride, args.k_stride, valid);
+    load_tile<kBlockN>(v_tiles + stage, v_base + int64_t{t} * kBlockN * args.v_stride, args.v_stride, valid);
+  };
+
+  load_tile<kBlockM>(q_tile, q_base, args.q_stride, q_valid);
+  if (kv_tiles > 0) load_kv(0);
+  cp_async_commit();
+
+  const int warpgroup = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+  const int quad_row = lane / 4, quad_col = lane % 4;  // accumulator fragment coordinates
+  const bool group_active = warpgroup * 64 < q_valid;  // uniform per warpgroup, as wgmma needs
+
+  float o[64];  // [n8 tile j][4]: rows quad_row (+8), columns 8j + 2 quad_col (+1)
+#pragma unroll
+  for (int i = 0; i < 64; ++i) o[i] = 0.0f;
+  float row_max[2] = {-INFINITY, -INFINITY};  // rows quad_row and quad_row + 8, raw scores
+  float row_sum[2] = {0.0f, 0.0f};            // this lane's share of sum P
+
+  for (int t = 0; t < kv_tiles; ++t) {
+    if (t + 1 < kv_tiles) {
+      load_kv(t + 1);
+      cp_async_commit();
+      cp_async_wait<1>();
+    } else {
+      cp_async_wait<0>();
+    }
+    fence_proxy_async();
+    __syncthreads();
+
+    if (group_active) {
+      const uint32_t k_tile = k_tiles + (t & 1) * kKVBytes;
+      const uint32_t v_tile = v_tiles + (t & 1) * kKVBytes;
+
+      // 1. S = Q K^T: k16 step kk reads bytes 32 (kk % 4) .. of column block kk / 4; 8-row groups
+      //    are 1024 bytes apart (the leading offset is unused with K-major swizzled operands).
+      float s[64];
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < kKSteps; ++kk) {
+        const uint32_t column = (kk % 4) * 32;
+        const uint64_t a = smem_descriptor(q_tile + (kk / 4) * kBlockM * 128 + warpgroup * 64 * 128 + column, 16, 1024);
+        const uint64_t b = smem_descriptor(k_tile + (kk / 4) * kBlockN * 128 + column, 16, 1024);
+        wgmma_m64n128k16_ss(s, a, b, kk > 0);
+      }
+      wgmma_commit();
+      wgmma_wait_all();
+      fence_registers(s);
+
+      // Keys beyond the segment (last tile only) score -inf.
+      const int key_valid = static_cast<int>(min64(kBlockN, segment.kv_count - int64_t{t} * kBlockN));
+      if (key_valid < kBlockN) {
+#pragma unroll
+        for (int j = 0; j < kNTiles; ++j) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            if (j * 8 + 2 * quad_col + (e & 1) >= key_valid) s[4 * j + e] = -INFINITY;
+          }
+        }
+      }
+
+      // 2. online softmax; each row lives in the 4 lanes of a quad.
+      float alpha[2];
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        float tile_max = -INFINITY;
+#pragma unroll
+        for (int j = 0; j < kNTiles; ++j) {
+          tile_max = fmaxf(tile_max, fmaxf(s[4 * j + 2 * half], s[4 * j + 2 * half + 1]));
+        }
+        tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
+        tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
+        const float new_max = fmaxf(row_max[half], tile_max);  // finite: every tile has a key
+        alpha[half] = exp2_approx(__fmul_rn(__fsub_rn(row_max[half], new_max), args.scale_log2));
+        row_max[half] = new_max;
+      }
+      const float shifted_max[2] = {__fmul_rn(row_max[0], args.scale_log2),
+                                    __fmul_rn(row_max[1], args.scale_log2)};
+      uint32_t p[kNTiles][2];  // bf16 pairs: [j][0] row quad_row, [j][1] row quad_row + 8
+      float tile_sum[2] = {0.0f, 0.0f};
+#pragma unroll
+      for (int j = 0; j < kNTiles; ++j) {
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          const float p0 = exp2_approx(__fmaf_rn(s[4 * j + 2 * half], args.scale_log2, -shifted_max[half]));
+          const float p1 = exp2_approx(__fmaf_rn(s[4 * j + 2 * half + 1], args.scale_log2, -shifted_max[half]));
+          p[j][half] = pack_bf16x2(p0, p1);
+          // The normaliser sums the rounded weights that P V uses.
+          tile_sum[half] = __fadd_rn(tile_sum[half], __fadd_rn(bf16_low(p[j][half]), bf16_high(p[j][half])));
+        }
+      }
+#pragma unroll
+      for (int half = 0; half < 2; ++half) row_sum[half] = __fmaf_rn(row_sum[half], alpha[half], tile_sum[half]);
+#pragma unroll
+      for (int j = 0; j < kNTiles; ++j) {
+        o[4 * j + 0] = __fmul_rn(o[4 * j + 0], alpha[0]);
+        o[4 * j + 1] = __fmul_rn(o[4 * j + 1], alpha[0]);
+        o[4 * j + 2] = __fmul_rn(o[4 * j + 2], alpha[1]);
+        o[4 * j + 3] = __fmul_rn(o[4 * j + 3], alpha[1]);
+      }
+
+      // 3. O += P V: k16 step kk covers keys 16kk..16kk+15, i.e. two 8-row groups (2048 bytes) of
+      //    every column block; column blocks (64 head dims, N) are kBlockN * 128 bytes apart.
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < kBlockN / 16; ++kk) {
+        const uint32_t a[4] = {p[2 * kk][0], p[2 * kk][1], p[2 * kk + 1][0], p[2 * kk + 1][1]};
+        const uint64_t b = smem_descriptor(v_tile + kk * 2048, kBlockN * 128, 1024);
+        wgmma_m64n128k16_rs_transposed_b(o, a, b);
+      }
+      wgmma_commit();
+      wgmma_wait_all();
+      fence_registers(o);
+    }
+    __syncthreads();  // the stage read here is overwritten by the loads of tile t + 2
+  }
+
+  if (kv_tiles == 0) {  // a segment without keys: the Q loads may still be in flight
+    cp_async_wait<0>();
+    __syncthreads();
+  }
+  if (!group_active) return;
+
+  // O / l rounded to bf16, staged through this warp's own 16 rows of the Q tile (only this
+  // warpgroup's wgmmas read them, and they have completed), then stored 16 bytes per lane.
+  float inv_sum[2];
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    float total = row_sum[half];
+    total = __fadd_rn(total, __shfl_xor_sync(0xffffffffu, total, 1));
+    total = __fadd_rn(total, __shfl_xor_sync(0xffffffffu, total, 2));
+    inv_sum[half] = total > 0.0f ? __frcp_rn(total) : 0.0f;  // no keys: zeros, not NaN
+  }
+  const int warp_row0 = warpgroup * 64 + warp * 16;
+  __syncwarp();
+#pragma unroll
+  for (int j = 0; j < kNTiles; ++j) {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int row = warp_row0 + quad_row + 8 * half;
+      const uint32_t packed = pack_bf16x2(__fmul_rn(o[4 * j + 2 * half], inv_sum[half]),
+                                          __fmul_rn(o[4 * j + 2 * half + 1], inv_sum[half]));
+      const uint32_t address = q_tile + swizzled_offset<kBlockM>(row, j) + quad_col * 4;
+      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(address), "r"(packed));
+    }
+  }
+  __syncwarp();
+  constexpr int kChunks = kHeadDim / 8;
+  __nv_bfloat16* out_base = args.out + (segment.q_begin + q_row0) * args.out_stride + int64_t{head} * kHeadDim;
+  for (int i = lane; i < 16 * kChunks; i += 32) {
+    const int row = warp_row0 + i / kChunks, chunk = i % kChunks;
+    if (row >= q_valid) break;  // i grows with row
+    uint4 value;
+    asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(value.x), "=r"(value.y), "=r"(value.z), "=r"(value.w)
+                 : "r"(q_tile + swizzled_offset<kBlockM>(row, chunk)));
+    *reinterpret_cast<uint4*>(out_base + row * args.out_stride + chunk * 8) = value;
+  }
+#elif defined(__CUDA_ARCH__)
+  __trap();  // built without sm_90a features: never launched (hopper_attention_available)
+#endif
+}
+
+}  // namespace
+
+namespace {
+
+bool device_runs_wgmma_kernel(int device) {
+  int major = 0, minor = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  if (major != 9 || minor != 0) return false;  // sm_90a code runs on compute capability 9.0 only
+  cudaFuncAttributes attributes;                // and only if this binary holds it
+  if (cudaFuncGetAttributes(&attributes, flash_attention_wgmma_kernel) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool hopper_attention_available() {
+  // Asked once per device ordinal: one bit per device says "asked", one says the answer.
+  static std::atomic<uint64_t> asked{0}, available{0};
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  const uint64_t bit = uint64_t{1} << (device & 63);
+  if (!(asked.load(std::memory_order_acquire) & bit)) {
+    if (device_runs_wgmma_kernel(device)) available.fetch_or(bit, std::memory_order_relaxed);
+    asked.fetch_or(bit, std::memory_order_release);
+  }
+  return available.load(std::memory_order_relaxed) & bit;
+}
+
+void hopper_attention(const AttentionArgs& args, cudaStream_t stream) {
+  KernelArgs kernel_args;
+  kernel_args.q = static_cast<const __nv_bfloat16*>(args.q);
+  kernel_args.k = static_cast<const __nv_bfloat16*>(args.k);
+  kernel_args.v = static_cast<const __nv_bfloat16*>(args.v);
+  kernel_args.out = static_cast<__nv_bfloat16*>(args.out);
+  kernel_args.q_stride = args.q_stride, kernel_args.k_stride = args.k_stride;
+  kernel_args.v_stride = args.v_stride, kernel_args.out_stride = args.out_stride;
+  kernel_args.group = static_cast<int>(args.q_heads / args.kv_heads);
+  kernel_args.scale_log2 = args.scale * 1.4426950408889634f;
+  kernel_args.segments = args.segments;
+
+  static std::atomic<uint64_t> configured{0};  // one bit per device ordinal
+  int device = 0;
+  MOSAIC_CUDA_CHECK(cudaGetDevice(&device));
+  const uint64_t bit = uint64_t{1} << (device & 63);
+  if (!(configured.load(std::memory_order_acquire) & bit)) {
+    MOSAIC_CUDA_CHECK(cudaFuncSetAttribute(flash_attention_wgmma_kernel,
+                                           cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes));
+    configured.fetch_or(bit, std::memory_order_release);
+  }
+  const int64_t q_tiles = (args.max_q_rows + kBlockM - 1) / kBlockM;
+  for (int64_t first = 0; first < args.segment_count; first += kMaxGridZ) {
+    const dim3 grid(static_cast<unsigned>(q_tiles), static_cast<unsigned>(args.q_heads),
+                    static_cast<unsigned>(std::min(kMaxGridZ, args.segment_count - first)));
+    flash_attention_wgmma_kernel<<<grid, kThreads, kSharedBytes, stream>>>(kernel_args, first);
+    MOSAIC_CUDA_CHECK_LAUNCH();
+  }
+}
+
+}  // namespace mosaic::cuda
