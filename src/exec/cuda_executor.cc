@@ -50,7 +50,7 @@ struct CudaExecutor::Impl {
   uint64_t weight_bytes = 0;
   std::map<const void*, const void*> device_of;  // host view data -> device bf16 copy
   cuda::Gemm gemm;
-  DeviceBuffer segments, sampling;
+  DeviceBuffer segments, sampling, commit_sequences, committed;
   std::chrono::steady_clock::time_point launch_end;
 
   Impl(const Model& m, int d) : model(m), device(d) {}
@@ -121,12 +121,16 @@ uint64_t CudaExecutor::weight_bytes() const { return impl_->weight_bytes; }
 
 std::chrono::steady_clock::time_point CudaExecutor::last_launch_end() const { return impl_->launch_end; }
 
+cudaStream_t CudaExecutor::stream() const { return impl_->stream; }
+
 uint64_t CudaExecutor::workspace_bytes() const {
-  return impl_->gemm.workspace_bytes() + impl_->segments.size + impl_->sampling.size;
+  return impl_->gemm.workspace_bytes() + impl_->segments.size + impl_->sampling.size +
+         impl_->commit_sequences.size + impl_->committed.size;
 }
 
-std::vector<float> CudaExecutor::run(const Graph& graph, const PlannedStep& planned, CudaArena& arena,
-                                     const PackedBatch& batch, std::span<const HeadRowSampling> sampling) {
+CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned, CudaArena& arena,
+                                 const PackedBatch& batch, std::span<const HeadRowSampling> sampling,
+                                 const DeviceStepIo& io) {
   Impl& x = *impl_;
   const ModelConfig& c = x.model.config();
   const ModelWeights& w = x.model.weights();
@@ -154,7 +158,20 @@ std::vector<float> CudaExecutor::run(const Graph& graph, const PlannedStep& plan
       MOSAIC_CUDA_CHECK(cudaMemcpyAsync(i32({tensor, 0}), values.data(), values.size() * 4,
                                         cudaMemcpyHostToDevice, stream));
   };
-  upload(graph.ids, batch.ids);
+  // Ids: copied on the device from each resident canvas, uploaded for the other sequences.
+  if (io.canvases.empty()) {
+    upload(graph.ids, batch.ids);
+  } else {
+    MOSAIC_ASSERT(static_cast<int64_t>(io.canvases.size()) == batch.sequences(), "one canvas slot per sequence");
+    int32_t* ids = i32({graph.ids, 0});
+    for (int64_t s = 0; s < batch.sequences(); ++s) {
+      const int64_t begin = batch.offsets[s], bytes = (batch.offsets[s + 1] - begin) * 4;
+      if (io.canvases[s] != nullptr)
+        MOSAIC_CUDA_CHECK(cudaMemcpyAsync(ids + begin, io.canvases[s], bytes, cudaMemcpyDeviceToDevice, stream));
+      else
+        MOSAIC_CUDA_CHECK(cudaMemcpyAsync(ids + begin, batch.ids.data() + begin, bytes, cudaMemcpyHostToDevice, stream));
+    }
+  }
   upload(graph.positions, batch.positions);
   upload(graph.logit_rows, batch.logit_rows);
   auto* segments = static_cast<AttentionSegment*>(x.segments.fit(graph.segments.size() * sizeof(AttentionSegment)));
@@ -165,6 +182,20 @@ std::vector<float> CudaExecutor::run(const Graph& graph, const PlannedStep& plan
   if (!sampling.empty()) {
     device_sampling = static_cast<HeadRowSampling*>(x.sampling.fit(sampling.size_bytes()));
     MOSAIC_CUDA_CHECK(cudaMemcpyAsync(device_sampling, sampling.data(), sampling.size_bytes(),
+                                      cudaMemcpyHostToDevice, stream));
+  }
+
+  // The commit's buffers are sized and its sequences uploaded with the other inputs: an
+  // allocation or a copy from pageable memory after the forward's launches would wait for it.
+  const GraphTensor& output = graph.tensors[static_cast<size_t>(graph.output)];
+  cuda::CommitSequence* commit_sequences = nullptr;
+  CommittedRow* committed = nullptr;
+  if (!io.commits.empty()) {
+    MOSAIC_ASSERT(device_sampling != nullptr && output.cols == kHeadStatCount && output.dtype == DType::f32,
+                  "the device commit reads the fused head's statistics and the rows' sampling");
+    commit_sequences = static_cast<cuda::CommitSequence*>(x.commit_sequences.fit(io.commits.size_bytes()));
+    committed = static_cast<CommittedRow*>(x.committed.fit(static_cast<size_t>(output.rows) * sizeof(CommittedRow)));
+    MOSAIC_CUDA_CHECK(cudaMemcpyAsync(commit_sequences, io.commits.data(), io.commits.size_bytes(),
                                       cudaMemcpyHostToDevice, stream));
   }
 
@@ -242,11 +273,25 @@ std::vector<float> CudaExecutor::run(const Graph& graph, const PlannedStep& plan
       }
     }
   }
-  const GraphTensor& output = graph.tensors[static_cast<size_t>(graph.output)];
-  std::vector<float> result(static_cast<size_t>(output.rows * output.cols));
+  CudaStepResult result;
+  if (committed != nullptr) {
+    cuda::CommitArgs args;
+    args.stats = static_cast<const float*>(address({graph.output, 0})), args.stats_stride = output.cols;
+    args.sampling = device_sampling;
+    args.sequences = commit_sequences, args.sequence_count = static_cast<int64_t>(io.commits.size());
+    args.out = committed;
+    cuda::commit_rows(args, stream);
+    result.committed.resize(static_cast<size_t>(output.rows));
+  }
   x.launch_end = std::chrono::steady_clock::now();
-  MOSAIC_CUDA_CHECK(cudaMemcpyAsync(result.data(), address({graph.output, 0}), result.size() * sizeof(float),
-                                    cudaMemcpyDeviceToHost, stream));
+  if (io.copy_output) {
+    result.values.resize(static_cast<size_t>(output.rows * output.cols));
+    MOSAIC_CUDA_CHECK(cudaMemcpyAsync(result.values.data(), address({graph.output, 0}),
+                                      result.values.size() * sizeof(float), cudaMemcpyDeviceToHost, stream));
+  }
+  if (committed != nullptr)
+    MOSAIC_CUDA_CHECK(cudaMemcpyAsync(result.committed.data(), committed, result.committed.size() * sizeof(CommittedRow),
+                                      cudaMemcpyDeviceToHost, stream));
   MOSAIC_CUDA_CHECK(cudaStreamSynchronize(stream));
   return result;
 }

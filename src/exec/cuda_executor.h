@@ -12,6 +12,8 @@
 #include <span>
 #include <vector>
 
+#include "backend/cuda/commit.h"
+#include "core/commit_rule.h"
 #include "core/head_sampling.h"
 #include "exec/forward_batch.h"
 #include "graph/graph.h"
@@ -21,6 +23,22 @@
 
 namespace mosaic {
 
+// What a step reads from and leaves on the device beyond the arena (docs/design/device-commit.md).
+struct DeviceStepIo {
+  // Per sequence of the batch: its canvas on the device, copied into the step's ids on the
+  // device, or null to upload the sequence's ids from the batch. Empty: upload every sequence's.
+  std::span<int32_t* const> canvases;
+  // Sequences unmasked on the device after the head, from its statistics (which must be the
+  // output, HeadMode::stats, with per-row sampling given).
+  std::span<const cuda::CommitSequence> commits;
+  bool copy_output = true;  // false: the output tensor stays on the device
+};
+
+struct CudaStepResult {
+  std::vector<float> values;            // the output tensor, when copy_output
+  std::vector<CommittedRow> committed;  // [rows] when there were commits (rows of other sequences: undefined)
+};
+
 class CudaExecutor {
  public:
   // Uploads the weights (converted to bf16 where stored otherwise). Throws mosaic::Error when the
@@ -29,9 +47,14 @@ class CudaExecutor {
   ~CudaExecutor();
 
   // Runs the graph with tensors at the plan's offsets in `arena` (which must already cover the
-  // plan's peak). Returns the output tensor (fp32 logits or head statistics), copied to the host.
-  std::vector<float> run(const Graph& graph, const PlannedStep& planned, CudaArena& arena,
-                         const PackedBatch& batch, std::span<const HeadRowSampling> sampling = {});
+  // plan's peak), then the device commit of `io`. Returns the output tensor (fp32 logits or head
+  // statistics) and the committed rows, copied to the host.
+  CudaStepResult run(const Graph& graph, const PlannedStep& planned, CudaArena& arena,
+                     const PackedBatch& batch, std::span<const HeadRowSampling> sampling = {},
+                     const DeviceStepIo& io = {});
+
+  // The stream every run() uses: work for the same step (canvas uploads) is ordered on it.
+  cudaStream_t stream() const;
 
   // When the last run() had enqueued all its work (before it waited for the result).
   std::chrono::steady_clock::time_point last_launch_end() const;

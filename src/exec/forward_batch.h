@@ -13,6 +13,10 @@ namespace mosaic {
 struct SequenceRows {
   std::span<const int32_t> ids;   // the whole canvas of one sequence
   std::span<const int32_t> rows;  // positions p whose prediction is wanted
+  // The same canvas across steps, for runners that keep canvases on the device (0: none, upload
+  // the ids every step). Unique among the canvases a runner holds; StepRunner::release_canvas
+  // drops it.
+  uint64_t canvas_id = 0;
 };
 
 // Packed layout of a batch: sequence i holds tokens [offsets[i], offsets[i+1]).

@@ -9,6 +9,7 @@
 
 #ifdef MOSAIC_HAVE_CUDA
 #include "exec/cuda_executor.h"
+#include "exec/device_canvases.h"
 #include "mem/cuda_arena.h"
 #endif
 
@@ -31,6 +32,8 @@ StepMemorySetup CpuStepRunner::memory_setup() const {
 
 StepOutput CpuStepRunner::run(const StepInput& input) {
   const auto start = std::chrono::steady_clock::now();
+  MOSAIC_ASSERT(std::ranges::none_of(input.device_commit, [](const auto& rule) { return rule.has_value(); }),
+                "the CPU runner does not commit on the device");
   const PackedBatch packed = pack_batch(model_.config(), input.sequences);
   const StepShape shape = step_shape_of(input.sequences);
   std::lock_guard lock(mutex_);
@@ -55,6 +58,7 @@ StepOutput CpuStepRunner::run(const StepInput& input) {
 CudaStepRunner::CudaStepRunner(const Model& model, int device, std::optional<uint64_t> budget)
     : model_(model),
       executor_(std::make_unique<CudaExecutor>(model, device)),
+      canvases_(std::make_unique<DeviceCanvases>(executor_->stream())),
       arena_(make_cuda_arena(device)) {
   const uint64_t scratch = CudaExecutor::head_scratch_per_row(model.config().vocab);
   logits_options_ = {DType::bf16, HeadMode::logits, 0};
@@ -80,10 +84,28 @@ StepMemorySetup CudaStepRunner::memory_setup() const {
   return {stats_options_, logits_options_, fixed_bytes_, arena_->granularity()};
 }
 
+void CudaStepRunner::release_canvas(uint64_t canvas_id) {
+  std::lock_guard lock(mutex_);
+  canvases_->release(canvas_id);
+}
+
+std::vector<int32_t> CudaStepRunner::resident_canvas(uint64_t canvas_id) {
+  std::lock_guard lock(mutex_);
+  return canvases_->download(canvas_id);
+}
+
+int64_t CudaStepRunner::canvas_uploads() {
+  std::lock_guard lock(mutex_);
+  return canvases_->uploads();
+}
+
 StepOutput CudaStepRunner::run(const StepInput& input) {
   const auto start = std::chrono::steady_clock::now();
   const PackedBatch packed = pack_batch(model_.config(), input.sequences);
   const StepShape shape = step_shape_of(input.sequences);
+  const size_t sequences = input.sequences.size();
+  MOSAIC_ASSERT(input.device_commit.empty() || input.device_commit.size() == sequences,
+                "one device-commit entry per sequence");
   std::lock_guard lock(mutex_);
   StepOutput out;
   StepPlanner& planner = input.keep_logits ? *logits_planner_ : *stats_planner_;
@@ -93,8 +115,41 @@ StepOutput CudaStepRunner::run(const StepInput& input) {
   if (!arena_->prepare_step(planned->plan.peak_bytes))
     fail("the GPU is out of memory for a step of {} tokens: its plan needs {} of activations",
          shape.tokens(), format_bytes(planned->plan.peak_bytes));
-  out.values = executor_->run(graph, *planned, *arena_, packed,
-                              input.keep_logits ? std::span<const HeadRowSampling>() : input.sampling);
+
+  // Resident canvases feed the step's ids; committing sequences are unmasked into theirs.
+  std::vector<int32_t*> canvases(sequences, nullptr);
+  std::vector<cuda::CommitSequence> commits;
+  std::vector<size_t> committing;  // the sequence of each commit
+  bool host_needs_rows = input.keep_logits;
+  int64_t row = 0;
+  for (size_t s = 0; s < sequences; ++s) {
+    const SequenceRows& sequence = input.sequences[s];
+    if (sequence.canvas_id != 0) canvases[s] = canvases_->hold(sequence.canvas_id, sequence.ids);
+    const int64_t rows = static_cast<int64_t>(sequence.rows.size());
+    if (!input.device_commit.empty() && input.device_commit[s]) {
+      MOSAIC_ASSERT(!input.keep_logits && canvases[s] != nullptr,
+                    "a device commit needs the fused head and the sequence's canvas id");
+      commits.push_back({row, rows, canvases[s], *input.device_commit[s]});
+      committing.push_back(s);
+    } else {
+      host_needs_rows = host_needs_rows || rows > 0;
+    }
+    row += rows;
+  }
+  DeviceStepIo io;
+  if (std::ranges::any_of(canvases, [](const int32_t* canvas) { return canvas != nullptr; })) io.canvases = canvases;
+  io.commits = commits;
+  io.copy_output = host_needs_rows;
+  CudaStepResult result = executor_->run(graph, *planned, *arena_, packed,
+                                         input.keep_logits ? std::span<const HeadRowSampling>() : input.sampling, io);
+  for (size_t c = 0; c < commits.size(); ++c) {
+    const SequenceRows& sequence = input.sequences[committing[c]];
+    canvases_->record_commit(sequence.canvas_id, sequence.rows,
+                             std::span<const CommittedRow>(result.committed)
+                                 .subspan(static_cast<size_t>(commits[c].row_begin), sequence.rows.size()));
+  }
+  out.values = std::move(result.values);
+  out.committed = std::move(result.committed);
   out.cols = input.keep_logits ? model_.config().vocab : int64_t{kHeadStatCount};
   out.planned_peak = planned->memory.planned_peak;
   out.lower_bound = planned->memory.lower_bound;

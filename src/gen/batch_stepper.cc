@@ -1,13 +1,27 @@
 #include "gen/batch_stepper.h"
 
 #include <algorithm>
+#include <atomic>
+#include <set>
 
 #include "core/error.h"
 
 namespace mosaic {
+namespace {
+
+// Canvas ids are unique in the process: steppers that share a runner never collide.
+uint64_t next_canvas_id() {
+  static std::atomic<uint64_t> last{0};
+  return ++last;
+}
+
+}  // namespace
 
 BatchStepper::BatchStepper(const ModelConfig& config, StepRunner& runner) : config_(config), runner_(runner) {}
-BatchStepper::~BatchStepper() = default;
+
+BatchStepper::~BatchStepper() {
+  for (const auto& [id, m] : members_) runner_.release_canvas(m.canvas_id);
+}
 
 int64_t BatchStepper::add(GenerationRequest request) {
   validate_generation_options(config_, request.options);
@@ -16,6 +30,7 @@ int64_t BatchStepper::add(GenerationRequest request) {
       fail("prompt token id {} is outside the vocabulary [0, {})", id, config_.vocab);
   Member member;
   member.decoder = std::make_unique<SequenceDecoder>(config_, std::move(request.prompt), std::move(request.options));
+  member.canvas_id = next_canvas_id();
   const int64_t id = next_id_++;
   members_.emplace(id, std::move(member));
   return id;
@@ -37,8 +52,10 @@ int64_t BatchStepper::unfinished() const {
 }
 
 void BatchStepper::remove(int64_t id) {
-  const size_t erased = members_.erase(id);
-  MOSAIC_ASSERT(erased == 1, "request {} is not in the batch", id);
+  const auto found = members_.find(id);
+  MOSAIC_ASSERT(found != members_.end(), "request {} is not in the batch", id);
+  runner_.release_canvas(found->second.canvas_id);
+  members_.erase(found);
 }
 
 GenerationResult BatchStepper::result(int64_t id) const {
@@ -72,18 +89,24 @@ BatchStepSummary BatchStepper::step(const StepObserver& observe) {
   if (stepping.empty()) return summary;
 
   // One packed forward. CFG requests add their unconditional canvas right after themselves.
+  // Where the runner can, the requests whose step has a device rule are committed there.
+  const bool device_commit = runner_.commits_on_device() && !input.keep_logits;
+  std::set<const Member*> committed_on_device;
   std::vector<std::vector<int32_t>> canvases;  // owners of the spans below
   canvases.reserve(members.size() * 2);
   for (const Member* m : members) {
     const SequenceDecoder& d = *m->decoder;
     const DecoderStep& step = d.prepared();
     canvases.push_back(d.canvas());
-    input.sequences.push_back({canvases.back(), step.candidates});
+    input.sequences.push_back({canvases.back(), step.candidates, m->canvas_id});
+    input.device_commit.push_back(device_commit ? d.device_commit_rule() : std::nullopt);
+    if (input.device_commit.back()) committed_on_device.insert(m);
     input.sampling.insert(input.sampling.end(), step.sampling.begin(), step.sampling.end());
     if (!step.unconditional_canvas.empty()) {
       canvases.push_back(step.unconditional_canvas);
       input.sequences.push_back({canvases.back(), step.candidates});
       input.sampling.insert(input.sampling.end(), step.sampling.begin(), step.sampling.end());
+      input.device_commit.push_back(std::nullopt);
     }
   }
   StepOutput output;
@@ -108,6 +131,10 @@ BatchStepSummary BatchStepper::step(const StepObserver& observe) {
     const int64_t n = static_cast<int64_t>(step.candidates.size());
     if (n == 0) {
       d.commit(nullptr);
+    } else if (committed_on_device.contains(m)) {
+      d.commit_from_device(std::span<const CommittedRow>(output.committed).subspan(static_cast<size_t>(row),
+                                                                                  static_cast<size_t>(n)));
+      row += n;
     } else {
       stats.assign(static_cast<size_t>(n * kHeadStatCount), 0.0f);
       const bool cfg = !step.unconditional_canvas.empty();
@@ -133,6 +160,7 @@ BatchStepSummary BatchStepper::step(const StepObserver& observe) {
       row += cfg ? 2 * n : n;
       d.commit(stats.data());
     }
+    if (d.finished()) runner_.release_canvas(m->canvas_id);
     m->tokens_per_step.push_back(static_cast<int64_t>(d.last_committed().size()));
     summary.committed += static_cast<int64_t>(d.last_committed().size());
     if (observe) {

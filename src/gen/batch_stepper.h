@@ -2,7 +2,9 @@
 // each step() runs one packed forward for every unfinished request and lets each unmask what its
 // algorithm chooses. Requests never influence each other's results, so neither when a request
 // joins nor which others share its steps changes its tokens. generate() is this loop run until
-// every request has finished; the serving scheduler drives it step by step.
+// every request has finished; the serving scheduler drives it step by step. On a runner that
+// commits on the device, each request's canvas stays there and the steps whose rule the device
+// can apply are committed there (docs/design/device-commit.md); the results are the same.
 //
 //   BatchStepper stepper(config, runner);
 //   const int64_t id = stepper.add({prompt, options});   // validates; throws mosaic::Error
@@ -95,6 +97,7 @@ class BatchStepper {
   struct Member {
     std::unique_ptr<SequenceDecoder> decoder;
     std::vector<int64_t> tokens_per_step;
+    uint64_t canvas_id = 0;  // its canvas on the runner (SequenceRows::canvas_id)
   };
   const Member& member(int64_t id) const;
 

@@ -1,17 +1,23 @@
 // Step-at-a-time batching: requests that join late, leave early or share their steps with any
 // other requests get exactly the tokens they get alone; no step exceeds the summed step bounds;
-// a failed step leaves every request where it was.
+// a failed step leaves every request where it was; a runner that commits on the device gives the
+// host commit's tokens, with canvases that only its own commits change.
 #include "gen/batch_stepper.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "core/error.h"
+#include "gen/confidence.h"
 #include "gen/generator.h"
+#include "gen/position_select.h"
 #include "gen/step_bound.h"
 #include "model/test_model.h"
 
@@ -56,10 +62,85 @@ class RecordingRunner final : public StepRunner {
   int64_t calls_ = 0;
 };
 
+// Commits on the "device" the way CudaStepRunner does, emulated on the host with gen's own
+// ranking: it holds every canvas it is given by id and applies its commits to it, poisons the
+// statistics of the rows it committed (the stepper must not read them) and returns none when it
+// committed every row. It counts the steps whose canvas differs from the one it holds: changes
+// the host made (host commits, EOS fills), which a device runner has to upload again.
+class EmulatedDeviceCommitRunner final : public StepRunner {
+ public:
+  explicit EmulatedDeviceCommitRunner(StepRunner& inner) : inner_(inner) {}
+  bool commits_on_device() const override { return true; }
+  void release_canvas(uint64_t canvas_id) override {
+    held.erase(canvas_id);
+    released.insert(canvas_id);
+  }
+
+  StepOutput run(const StepInput& input) override {
+    StepInput forward = input;
+    forward.device_commit.clear();
+    StepOutput out = inner_.run(forward);
+    int64_t rows = 0;
+    for (const SequenceRows& s : input.sequences) rows += static_cast<int64_t>(s.rows.size());
+    out.committed.assign(static_cast<size_t>(rows), CommittedRow{});
+    int64_t row = 0, host_rows = 0;
+    for (size_t s = 0; s < input.sequences.size(); ++s) {
+      const SequenceRows& sequence = input.sequences[s];
+      const int64_t n = static_cast<int64_t>(sequence.rows.size());
+      if (sequence.canvas_id != 0) {
+        EXPECT_FALSE(released.contains(sequence.canvas_id)) << "a released canvas stepped again";
+        const auto [canvas, fresh] = held.try_emplace(sequence.canvas_id);
+        if (!fresh && !std::ranges::equal(canvas->second, sequence.ids)) ++host_changes;
+        canvas->second.assign(sequence.ids.begin(), sequence.ids.end());
+      }
+      const std::optional<CommitRule> rule = input.device_commit.empty() ? std::nullopt : input.device_commit[s];
+      if (!rule) {
+        host_rows += n;
+        row += n;
+        continue;
+      }
+      EXPECT_FALSE(input.keep_logits);
+      EXPECT_NE(sequence.canvas_id, 0u);
+      ++device_commits;
+      std::vector<RankedPosition> ranked;
+      for (int64_t i = 0; i < n; ++i) {
+        float* stats = out.values.data() + (row + i) * kHeadStatCount;
+        const TokenChoice choice = choice_from_head(stats, input.sampling[static_cast<size_t>(row + i)], rule->confidence);
+        out.committed[static_cast<size_t>(row + i)] = {choice.token, 0, choice.confidence};
+        ranked.push_back({sequence.rows[i], choice.confidence});
+        std::fill(stats, stats + kHeadStatCount, std::nanf(""));
+      }
+      const std::vector<size_t> chosen = rule->selection == CommitSelection::top_k
+                                             ? top_k_positions(ranked, rule->k)
+                                             : threshold_positions(ranked, rule->threshold);
+      for (const size_t i : chosen) {
+        CommittedRow& committed = out.committed[static_cast<size_t>(row) + i];
+        committed.committed = 1;
+        held[sequence.canvas_id][static_cast<size_t>(sequence.rows[i])] = committed.token;
+      }
+      row += n;
+    }
+    if (host_rows == 0) out.values.clear();
+    return out;
+  }
+
+  std::map<uint64_t, std::vector<int32_t>> held;  // canvas id -> what the "device" holds
+  std::set<uint64_t> released;
+  int64_t device_commits = 0, host_changes = 0;
+
+ private:
+  StepRunner& inner_;
+};
+
 struct Case {
   std::vector<int32_t> prompt;
   GenerationOptions options;
 };
+
+// Options whose every step the device can commit (SequenceDecoder::device_commit_rule).
+bool device_covered(const GenerationOptions& o) {
+  return o.cfg_scale == 0 && !o.factor && !(o.alg_temp && *o.alg_temp > 0) && !o.top_p && !o.top_k;
+}
 
 std::vector<Case> llada_cases() {
   std::vector<Case> cases;
@@ -207,6 +288,40 @@ TEST_P(BatchStepperTest, RemovingARequestMidwayLeavesTheOthersAlone) {
   while (stepper.unfinished() > 0) stepper.step();
   for (size_t i = 1; i < cases_.size(); ++i)
     expect_same(stepper.result(static_cast<int64_t>(i)), alone(config(), *runner_, cases_[i]), i);
+}
+
+TEST_P(BatchStepperTest, DeviceCommitGivesTheHostCommitsTokens) {
+  // Covered and uncovered requests share the steps. A logits step (top-p / top-k, CFG) makes
+  // every request of that step commit on the host; those requests are shortened so that the
+  // others go on on the device after them.
+  std::vector<GenerationRequest> requests;
+  for (const Case& c : cases_) {
+    requests.push_back({c.prompt, c.options});
+    GenerationOptions& o = requests.back().options;
+    if (o.cfg_scale > 0 || o.top_p || o.top_k) o.gen_length = 4, o.steps = 2;
+  }
+  EmulatedDeviceCommitRunner device(*runner_);
+  const std::vector<GenerationResult> got = generate(config(), device, requests);
+  const std::vector<GenerationResult> expected = generate(config(), *runner_, requests);
+  for (size_t i = 0; i < cases_.size(); ++i) expect_same(got[i], expected[i], i);
+  EXPECT_GT(device.device_commits, 0);
+  EXPECT_GT(device.host_changes, 0) << "host commits change resident canvases";
+  EXPECT_TRUE(device.held.empty()) << "every canvas is released";
+  EXPECT_EQ(device.released.size(), cases_.size());
+}
+
+TEST_P(BatchStepperTest, ResidentCanvasesChangeOnlyByTheirOwnCommits) {
+  std::vector<GenerationRequest> requests;
+  for (const Case& c : cases_)
+    if (device_covered(c.options)) requests.push_back({c.prompt, c.options});
+  ASSERT_GE(requests.size(), 2u);
+  EmulatedDeviceCommitRunner device(*runner_);
+  const std::vector<GenerationResult> got = generate(config(), device, requests);
+  const std::vector<GenerationResult> expected = generate(config(), *runner_, requests);
+  for (size_t i = 0; i < requests.size(); ++i) expect_same(got[i], expected[i], i);
+  EXPECT_GT(device.device_commits, 0);
+  EXPECT_EQ(device.host_changes, 0);
+  EXPECT_TRUE(device.held.empty());
 }
 
 TEST_P(BatchStepperTest, BadRequestsAreRefusedWithoutJoining) {

@@ -4,15 +4,10 @@
 
 #include <cstdint>
 
+#include "core/commit_rule.h"  // ConfidenceKind
 #include "core/head_sampling.h"
 
 namespace mosaic {
-
-enum class ConfidenceKind : uint8_t {
-  chosen_probability,  // p(x0) in the stats softmax; 0 when x0 is left out of it (LLaDA, threshold)
-  top2_margin,         // p(1st) - p(2nd) (Dream topk_margin)
-  negative_entropy,    // sum p ln p (Dream entropy)
-};
 
 struct TokenChoice {
   int32_t token = -1;

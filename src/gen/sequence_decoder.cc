@@ -125,6 +125,10 @@ void SequenceDecoder::prepare_dream() {
   if (quota_ > 0) next_.candidates = masked;
 }
 
+bool SequenceDecoder::ranks_with_noise() const {
+  return config_.family == Family::dream && options_.alg_temp && *options_.alg_temp > 0 && !decoding_by_rule();
+}
+
 void SequenceDecoder::commit(const float* stats) {
   committed_.clear();
   committed_confidence_.clear();
@@ -133,12 +137,15 @@ void SequenceDecoder::commit(const float* stats) {
     MOSAIC_ASSERT(stats != nullptr, "a step with candidates needs the head's output");
     ++forwards_;
     const ConfidenceKind kind = confidence_kind();
-    std::vector<TokenChoice> choices;
+    std::vector<int32_t> tokens;
+    std::vector<double> confidences;
     std::vector<RankedPosition> ranked;
     for (size_t i = 0; i < candidates.size(); ++i) {
-      choices.push_back(choice_from_head(stats + i * kHeadStatCount, next_.sampling[i], kind));
-      double score = choices.back().confidence;
-      if (config_.family == Family::dream && options_.alg_temp && *options_.alg_temp > 0 && !decoding_by_rule())
+      const TokenChoice choice = choice_from_head(stats + i * kHeadStatCount, next_.sampling[i], kind);
+      tokens.push_back(choice.token);
+      confidences.push_back(choice.confidence);
+      double score = choice.confidence;
+      if (ranks_with_noise())
         score = score / *options_.alg_temp +
                 rng_gumbel(options_.seed, RngStream::position_gumbel, 0, uint32_t(candidates[i]), uint32_t(step_));
       ranked.push_back({candidates[i], score});
@@ -148,17 +155,57 @@ void SequenceDecoder::commit(const float* stats) {
     else if (options_.factor) chosen = factor_positions(ranked, *options_.factor);
     else if (quota_ >= 0) chosen = top_k_positions(ranked, quota_);
     else for (size_t i = 0; i < candidates.size(); ++i) chosen.push_back(i);
-    std::sort(chosen.begin(), chosen.end(),
-              [&](size_t a, size_t b) { return candidates[a] < candidates[b]; });
-    for (const size_t i : chosen) {
-      canvas_[candidates[i]] = choices[i].token;
-      committed_.push_back(candidates[i]);
-      committed_confidence_.push_back(static_cast<float>(choices[i].confidence));
-    }
+    unmask(std::move(chosen), tokens, confidences);
   }
-  ++step_;
+  advance();
+}
 
-  // Advance the schedule.
+std::optional<CommitRule> SequenceDecoder::device_commit_rule() const {
+  if (next_.candidates.empty() || next_.needs_logits || options_.factor) return std::nullopt;
+  CommitRule rule;
+  rule.confidence = confidence_kind();
+  if (options_.threshold) {
+    rule.selection = CommitSelection::threshold;
+    rule.threshold = *options_.threshold;
+    return rule;
+  }
+  if (ranks_with_noise()) return std::nullopt;
+  rule.selection = CommitSelection::top_k;
+  rule.k = quota_ >= 0 ? quota_ : static_cast<int64_t>(next_.candidates.size());  // -1: every candidate
+  return rule;
+}
+
+void SequenceDecoder::commit_from_device(std::span<const CommittedRow> rows) {
+  committed_.clear();
+  committed_confidence_.clear();
+  MOSAIC_ASSERT(!next_.candidates.empty() && rows.size() == next_.candidates.size(),
+                "a device commit has one row per candidate");
+  ++forwards_;
+  std::vector<size_t> chosen;
+  std::vector<int32_t> tokens;
+  std::vector<double> confidences;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i].committed) chosen.push_back(i);
+    tokens.push_back(rows[i].token);
+    confidences.push_back(rows[i].confidence);
+  }
+  unmask(std::move(chosen), tokens, confidences);
+  advance();
+}
+
+void SequenceDecoder::unmask(std::vector<size_t> chosen, std::span<const int32_t> tokens,
+                             std::span<const double> confidences) {
+  const std::vector<int32_t>& candidates = next_.candidates;
+  std::sort(chosen.begin(), chosen.end(), [&](size_t a, size_t b) { return candidates[a] < candidates[b]; });
+  for (const size_t i : chosen) {
+    canvas_[candidates[i]] = tokens[i];
+    committed_.push_back(candidates[i]);
+    committed_confidence_.push_back(static_cast<float>(confidences[i]));
+  }
+}
+
+void SequenceDecoder::advance() {
+  ++step_;
   if (config_.family == Family::dream) {
     finished_ = masked() == 0 || step_ >= options_.steps;
   } else {

@@ -5,8 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <vector>
 
+#include "core/commit_rule.h"
 #include "core/head_sampling.h"
 #include "gen/confidence.h"
 #include "gen/generation_options.h"
@@ -48,12 +51,24 @@ class SequenceDecoder {
   // the step had no candidates.
   void commit(const float* stats);
 
+  // The prepared step's choice of positions as a rule a runner can apply on the device, where
+  // the statistics are (docs/design/device-commit.md). nullopt where the host must rank: no
+  // candidates, the logits path (top-p / top-k, CFG), the factor rule, Dream's alg_temp noise.
+  std::optional<CommitRule> device_commit_rule() const;
+  // commit() for a step the runner committed on the device by device_commit_rule(): `rows`
+  // [candidates] is each row's outcome. The canvas follows the device's.
+  void commit_from_device(std::span<const CommittedRow> rows);
+
  private:
   void prepare_llada();
   void prepare_dream();
   std::vector<int32_t> masked_in(int64_t begin, int64_t end) const;
   HeadRowSampling sampling_for(int32_t position) const;
   ConfidenceKind confidence_kind() const;
+  bool ranks_with_noise() const;
+  // Writes the chosen candidates' tokens; reports them in position order.
+  void unmask(std::vector<size_t> chosen, std::span<const int32_t> tokens, std::span<const double> confidences);
+  void advance();
   void check_eos();
   bool decoding_by_rule() const { return options_.threshold.has_value() || options_.factor.has_value(); }
 

@@ -1,0 +1,137 @@
+// Which steps a runner may commit on the device (docs/design/device-commit.md), by what rule, and
+// how a device's per-row outcome lands in the decoder. The whole generation against the host
+// commit is batch_stepper_test.cc's (a runner that emulates the device) and, on a GPU,
+// tests/gpu/device_commit_test.cc's.
+#include "gen/sequence_decoder.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "gen/dream_schedule.h"
+#include "gen/generation_options.h"
+#include "model/test_model.h"
+
+namespace mosaic {
+namespace {
+
+using ::testing::ElementsAre;
+
+// The rule of the first step of a decoder with these options (gen_length 16, steps 8 unless set).
+std::optional<CommitRule> first_rule(Family family, const std::function<void(GenerationOptions&)>& set,
+                                     size_t* candidates = nullptr) {
+  static const ModelConfig llada = test_model_preset(Family::llada, "tiny");
+  static const ModelConfig dream = test_model_preset(Family::dream, "tiny");
+  const ModelConfig& config = family == Family::dream ? dream : llada;
+  GenerationOptions options;
+  options.gen_length = 16, options.steps = 8;
+  set(options);
+  validate_generation_options(config, options);
+  SequenceDecoder decoder(config, {1, 2, 3}, options);
+  const DecoderStep& step = decoder.prepare();
+  if (candidates != nullptr) *candidates = step.candidates.size();
+  return decoder.device_commit_rule();
+}
+
+TEST(DeviceCommitRule, LladaLowConfidenceIsTopKOfTheQuota) {
+  size_t candidates = 0;
+  const auto rule = first_rule(Family::llada, [](GenerationOptions& o) { o.temperature = 0.5; }, &candidates);
+  ASSERT_TRUE(rule.has_value());
+  EXPECT_EQ(rule->selection, CommitSelection::top_k);
+  EXPECT_EQ(rule->confidence, ConfidenceKind::chosen_probability);
+  EXPECT_EQ(rule->k, llada_quota(16, 8, 0));
+  EXPECT_EQ(candidates, 16u);  // the whole block is ranked
+}
+
+TEST(DeviceCommitRule, ThresholdRulesRankTheChosenProbabilityInBothFamilies) {
+  for (const Family family : {Family::llada, Family::dream}) {
+    const auto rule = first_rule(family, [&](GenerationOptions& o) {
+      o.threshold = 0.75, o.steps = 16;
+      if (family == Family::dream) o.alg = DreamAlg::entropy;  // a rule ranks p(x0) whatever alg says
+    });
+    ASSERT_TRUE(rule.has_value()) << family_name(family);
+    EXPECT_EQ(rule->selection, CommitSelection::threshold);
+    EXPECT_EQ(rule->confidence, ConfidenceKind::chosen_probability);
+    EXPECT_EQ(rule->threshold, 0.75);
+  }
+}
+
+TEST(DeviceCommitRule, StepsThatUnmaskEveryCandidateAreTopKOfAll) {
+  size_t candidates = 0;
+  auto rule = first_rule(Family::llada, [](GenerationOptions& o) { o.remasking = Remasking::random; }, &candidates);
+  ASSERT_TRUE(rule.has_value());
+  EXPECT_EQ(rule->selection, CommitSelection::top_k);
+  EXPECT_EQ(rule->k, static_cast<int64_t>(candidates));
+
+  rule = first_rule(Family::dream, [](GenerationOptions& o) { o.alg = DreamAlg::origin, o.steps = 2; }, &candidates);
+  ASSERT_GT(candidates, 0u);
+  ASSERT_TRUE(rule.has_value());
+  EXPECT_EQ(rule->k, static_cast<int64_t>(candidates));
+}
+
+TEST(DeviceCommitRule, DreamTopKRanksByItsAlgorithmsConfidence) {
+  const std::vector<float> ts = dream_timesteps(8, 1e-3);
+  const std::pair<DreamAlg, ConfidenceKind> algs[] = {{DreamAlg::maskgit_plus, ConfidenceKind::chosen_probability},
+                                                      {DreamAlg::topk_margin, ConfidenceKind::top2_margin},
+                                                      {DreamAlg::entropy, ConfidenceKind::negative_entropy}};
+  for (const auto& [alg, kind] : algs) {
+    const auto rule = first_rule(Family::dream, [&](GenerationOptions& o) { o.alg = alg, o.alg_temp = 0.0; });
+    ASSERT_TRUE(rule.has_value()) << dream_alg_name(alg);
+    EXPECT_EQ(rule->selection, CommitSelection::top_k);
+    EXPECT_EQ(rule->confidence, kind) << dream_alg_name(alg);
+    EXPECT_EQ(rule->k, dream_transfer_count(16, ts, 0));
+  }
+}
+
+TEST(DeviceCommitRule, PathsTheHostMustRankHaveNone) {
+  EXPECT_FALSE(first_rule(Family::llada, [](GenerationOptions& o) { o.factor = 1.0, o.steps = 16; }));
+  EXPECT_FALSE(first_rule(Family::llada, [](GenerationOptions& o) { o.cfg_scale = 1.5; }));
+  EXPECT_FALSE(first_rule(Family::dream, [](GenerationOptions& o) { o.alg = DreamAlg::entropy, o.alg_temp = 0.3; }));
+  EXPECT_FALSE(first_rule(Family::dream, [](GenerationOptions& o) {
+    o.alg = DreamAlg::maskgit_plus, o.top_p = 0.9, o.temperature = 1.0;
+  }));
+  EXPECT_FALSE(first_rule(Family::dream, [](GenerationOptions& o) {
+    o.alg = DreamAlg::maskgit_plus, o.top_k = 5, o.temperature = 1.0;
+  }));
+}
+
+TEST(DeviceCommitRule, AStepWithoutCandidatesHasNone) {
+  // 4 positions over 8 steps: quotas 1, 1, 1, 1, then 0 (a step with no forward).
+  const ModelConfig config = test_model_preset(Family::llada, "tiny");
+  GenerationOptions options;
+  options.gen_length = 4, options.steps = 8;
+  validate_generation_options(config, options);
+  SequenceDecoder decoder(config, {7, 8}, options);
+  for (int step = 0; step < 4; ++step) {
+    const size_t n = decoder.prepare().candidates.size();
+    ASSERT_EQ(decoder.device_commit_rule()->k, 1);
+    std::vector<CommittedRow> rows(n, CommittedRow{5, 0, 0.5});
+    rows[0].committed = 1;
+    decoder.commit_from_device(rows);
+  }
+  EXPECT_TRUE(decoder.prepare().candidates.empty());
+  EXPECT_FALSE(decoder.device_commit_rule().has_value());
+}
+
+TEST(CommitFromDevice, UnmasksTheFlaggedRowsAndReportsThemInPositionOrder) {
+  const ModelConfig config = test_model_preset(Family::llada, "tiny");
+  GenerationOptions options;
+  options.gen_length = 4, options.steps = 2;
+  validate_generation_options(config, options);
+  SequenceDecoder decoder(config, {7, 8}, options);
+  ASSERT_THAT(decoder.prepare().candidates, ElementsAre(2, 3, 4, 5));
+  ASSERT_EQ(decoder.device_commit_rule()->k, 2);
+  const std::vector<CommittedRow> rows = {{11, 0, 0.1}, {12, 1, 0.9}, {13, 0, 0.2}, {14, 1, 0.4}};
+  decoder.commit_from_device(rows);
+  const int32_t mask = static_cast<int32_t>(config.mask_token_id);
+  EXPECT_THAT(decoder.canvas(), ElementsAre(7, 8, mask, 12, mask, 14));
+  EXPECT_THAT(decoder.last_committed(), ElementsAre(3, 5));
+  EXPECT_THAT(decoder.last_committed_confidence(), ElementsAre(0.9f, 0.4f));
+  EXPECT_EQ(decoder.forwards(), 1);
+  EXPECT_EQ(decoder.steps_taken(), 1);
+  EXPECT_FALSE(decoder.finished());
+}
+
+}  // namespace
+}  // namespace mosaic
