@@ -2,7 +2,7 @@
 """Table (Markdown) and plots from bench/side_by_side.sh's JSON: Mosaic against the PyTorch
 reference, step latency and activation memory against L, and L_max under the budget.
 
-  plot_side_by_side.py RESULTS_DIR FAMILY IMAGE_DIR   (prints the Markdown table)
+  plot_side_by_side.py RESULTS_DIR FAMILY IMAGE_DIR   (prints the Markdown tables)
 """
 import json
 import os
@@ -23,7 +23,9 @@ def main():
     load = lambda name: json.load(open(os.path.join(results, name)))  # noqa: E731
     mosaic = load(f"mosaic-step-{family}.json")
     torch = load(f"torch-{family}.json")
-    lmax = {t: load(f"mosaic-lmax-t{t}-{family}.json") for t in (0, 1)}
+    # L_max is optional (side_by_side.sh with BUDGET "none" measures latency and memory only).
+    has_lmax = all(os.path.exists(os.path.join(results, f"mosaic-lmax-t{t}-{family}.json")) for t in (0, 1))
+    lmax = {t: load(f"mosaic-lmax-t{t}-{family}.json") for t in (0, 1)} if has_lmax else {}
     by_length = {row["length"]: row for row in torch["steps"]}
 
     print("| L | Mosaic step ms | PyTorch step ms | speed-up | Mosaic TFLOP/s | compute floor ms | Mosaic / floor "
@@ -39,6 +41,12 @@ def main():
               f"| {t.get('activation_peak_bytes', float('nan')) / GIB:.3f} | {m['par']:.2f} | {t.get('par') or float('nan'):.2f} "
               f"| {m['inflation']:.3f} |")
     print()
+    if has_lmax:
+        print_lmax_table(lmax, torch)
+    plot(family, mosaic, torch, by_length, images)
+
+
+def print_lmax_table(lmax, torch):
     budget = lmax[0]["budget_bytes"] / GIB
     print(f"| L_max under {budget:.0f} GiB | temperature 0 | temperature 1 |")
     print("|---|---|---|")
@@ -48,6 +56,8 @@ def main():
           f"({lmax[1]['step']['median_ms'] / 1e3:.0f} s, {lmax[1]['bytes_used'] / GIB:.2f} GiB) |")
     print(f"| PyTorch native, measured | {torch['l_max_t0']:,} | {torch['l_max_t1']:,} |")
 
+
+def plot(family, mosaic, torch, by_length, images):
     lengths = [m["length"] for m in mosaic["steps"]]
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
     left.plot(lengths, [m["median_ms"] for m in mosaic["steps"]], "o-", label="Mosaic")

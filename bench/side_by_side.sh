@@ -6,7 +6,8 @@
 #   bench/side_by_side.sh MOSAIC_BINARY OUT_DIR [FAMILY] [LENGTHS] [BUDGET] [LMAX_LENGTH]
 #
 # FAMILY llada (LLaDA-8B) or dream (Dream-7B) with random bf16 weights from make-test-model;
-# LENGTHS default 4096,16384,32768; BUDGET default 24GiB. LMAX_LENGTH: run Mosaic's L_max step at
+# LENGTHS default 4096,16384,32768; BUDGET default 24GiB, or "none" to measure latency and memory
+# only (no L_max search on either side). LMAX_LENGTH: run Mosaic's L_max step at
 # this length instead of the planned L_max (a step at 393k tokens takes minutes). Needs torch
 # and safetensors for the reference (bench/reference/torch_step.py).
 set -euo pipefail
@@ -23,6 +24,11 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | 
 
 echo "== Mosaic: step latency and memory"
 "$mosaic" bench step --model "$model" --seq-len "$lengths" --json-out "$out/mosaic-step-$family.json"
+if [ "$budget" = none ]; then
+  echo "== PyTorch reference: step latency and memory"
+  python3 "$here/reference/torch_step.py" --model "$model" --seq-len "$lengths" --json "$out/torch-$family.json"
+  exit 0
+fi
 echo "== PyTorch reference: step latency, memory, L_max under $budget"
 python3 "$here/reference/torch_step.py" --model "$model" --seq-len "$lengths" --lmax-budget "$budget" \
   --json "$out/torch-$family.json"

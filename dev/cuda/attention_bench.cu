@@ -4,15 +4,16 @@
 // budgets and the Hopper kernel. Only the winner goes into the engine.
 //
 //   nvcc -std=c++20 -arch=sm_90a -O3 --expt-relaxed-constexpr -Isrc -Iinclude \
-//        dev/cuda/attention_bench.cu src/backend/cuda/attention_sm90.cu -o /tmp/attention_bench \
-//     && /tmp/attention_bench
+//        dev/cuda/attention_bench.cu -o /tmp/attention_bench && /tmp/attention_bench
 //
-// It includes the engine's attention.cu so that it can launch the kernel templates directly.
+// It includes the engine's .cu files so that it can launch the kernel templates directly.
 #include "backend/cuda/attention.cu"
+#include "backend/cuda/attention_sm90.cu"
 
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <string_view>
 #include <vector>
 
 #include "core/half.h"
@@ -90,6 +91,23 @@ float time_dispatch(AttentionArgs args, AttentionKernel kernel, int repeats) {
   return ms / repeats;
 }
 
+template <int kGroups, bool kOverlap>
+float time_hopper(const AttentionArgs& args, int repeats) {
+  hopper::launch<kGroups, kOverlap>(args, nullptr);  // warm-up
+  cudaEvent_t start, stop;
+  MOSAIC_CUDA_CHECK(cudaEventCreate(&start));
+  MOSAIC_CUDA_CHECK(cudaEventCreate(&stop));
+  MOSAIC_CUDA_CHECK(cudaEventRecord(start));
+  for (int i = 0; i < repeats; ++i) hopper::launch<kGroups, kOverlap>(args, nullptr);
+  MOSAIC_CUDA_CHECK(cudaEventRecord(stop));
+  MOSAIC_CUDA_CHECK(cudaEventSynchronize(stop));
+  float ms = 0;
+  MOSAIC_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+  MOSAIC_CUDA_CHECK(cudaEventDestroy(start));
+  MOSAIC_CUDA_CHECK(cudaEventDestroy(stop));
+  return ms / repeats;
+}
+
 // Runs one case: optional check of each kernel against the reference, then timings.
 void run_case(const Case& c, bool check) {
   const int64_t q_size = c.length * c.q_heads * c.head_dim, kv_size = c.length * c.kv_heads * c.head_dim;
@@ -158,7 +176,11 @@ void run_case(const Case& c, bool check) {
               c.name, static_cast<long long>(c.length), ms1, flops / ms1 / 1e9, ms2, flops / ms2 / 1e9);
   if (hopper) {
     const float ms3 = time_dispatch(args, AttentionKernel::hopper, repeats);
-    std::printf(" | hopper: %8.3f ms %6.1f TFLOP/s", ms3, flops / ms3 / 1e9);
+    std::printf(" | hopper (engine): %8.3f ms %6.1f TFLOP/s", ms3, flops / ms3 / 1e9);
+    const float variants[] = {time_hopper<2, false>(args, repeats), time_hopper<3, false>(args, repeats),
+                              time_hopper<3, true>(args, repeats)};
+    std::printf(" | 2 groups serial %6.1f, 3 groups serial %6.1f, 3 groups overlapped %6.1f TFLOP/s",
+                flops / variants[0] / 1e9, flops / variants[1] / 1e9, flops / variants[2] / 1e9);
   }
   std::printf("\n");
   MOSAIC_CUDA_CHECK(cudaFree(q));
@@ -169,8 +191,12 @@ void run_case(const Case& c, bool check) {
 }  // namespace
 }  // namespace mosaic::cuda
 
-int main() {
+int main(int argc, char** argv) {
   using mosaic::cuda::Case;
+  if (argc > 1 && std::string_view(argv[1]) == "profile") {  // one shape, for ncu
+    mosaic::cuda::run_case({"LLaDA-8B (32/32 x 128)", 16384, 32, 32, 128}, false);
+    return 0;
+  }
   mosaic::cuda::run_case({"check d128 gqa7", 1000, 14, 2, 128}, true);
   mosaic::cuda::run_case({"check d64", 777, 8, 8, 64}, true);
   mosaic::cuda::run_case({"check d128 2053 rows", 2053, 4, 4, 128}, true);
