@@ -3,16 +3,19 @@
 // B operands — and Q — straight from shared memory (docs/design/cuda-kernels.md, "Attention on
 // Hopper").
 //
-// One CTA of two warpgroups owns kBlockM = 128 query rows of one (segment, q head); warpgroup w
-// owns rows 64w..64w+63. It walks the segment's keys in tiles of kBlockN = 128 from kv_begin:
-//   1. S [64, 128] = Q_w K_t^T     8 × wgmma m64n128k16, A = Q and B = K from shared memory
+// Per warpgroup of 64 query rows (RowBlock), for each tile of kBlockN = 128 keys from kv_begin:
+//   1. S [64, 128] = Q K_t^T       8 × wgmma m64n128k16, A = Q and B = K from shared memory
 //   2. online softmax per row, exactly as the portable kernel does it (same operations, same
 //      order per row: m' = max(m, rowmax S), alpha, P rounded to bf16, l = l alpha + rowsum P)
 //   3. O [64, 128] = O alpha + P V_t   8 × wgmma m64n128k16, A = P from registers (the S
 //      accumulator layout is the A fragment layout), B = V from shared memory, transposed
-// K and V tiles are double-buffered with cp.async; every tile in shared memory uses the 128-byte
-// swizzle wgmma reads: [head_dim / 64 column blocks][rows][64 elements], 16-byte chunk c of row
-// r stored at chunk c ^ (r & 7), each block 1024-byte aligned.
+// Every tile in shared memory uses the 128-byte swizzle wgmma reads: [head_dim / 64 column
+// blocks][rows][64 elements], 16-byte chunk c of row r at chunk c ^ (r & 7), 1024-byte aligned.
+//
+// Two kernels: flash_attention_ws_kernel, the engine's (a producer warpgroup loads K/V into
+// mbarrier-guarded stages, two consumer warpgroups take turns on the tensor cores), and
+// flash_attention_wgmma_kernel, where all threads load and compute between CTA barriers (kept
+// for dev/cuda/attention_bench.cu, which measures both).
 //
 // Exactness: a query row's arithmetic depends only on that row of Q and the segment's keys and
 // values, in an instruction sequence that is the same whichever warpgroup, tile or call the row
@@ -179,6 +182,38 @@ __device__ __forceinline__ void wgmma_m64n128k16_rs_transposed_b(float (&d)[64],
         "+f"(d[63])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
 }
+// mbarriers (shared memory, 8 bytes) and named barriers for the warp-specialised kernel.
+__device__ __forceinline__ void mbarrier_init(uint32_t bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbarrier_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+// Returns once the phase with this parity (completion number & 1) has completed.
+__device__ __forceinline__ void mbarrier_wait(uint32_t bar, uint32_t parity) {
+  uint32_t done;
+  do {
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+__device__ __forceinline__ void named_barrier_sync(uint32_t id, uint32_t threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void named_barrier_arrive(uint32_t id, uint32_t threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+template <int kRegisters>
+__device__ __forceinline__ void release_registers() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegisters));
+}
+template <int kRegisters>
+__device__ __forceinline__ void claim_registers() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegisters));
+}
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 
 struct KernelArgs {
@@ -192,94 +227,57 @@ struct KernelArgs {
   const AttentionSegment* segments;
 };
 
-// kOverlap: issue S of tile t before waiting for P V of tile t - 1, so that the exponentials of
-// tile t run while the tensor cores finish tile t - 1 (needs ~200 registers per thread).
-template <int kGroups, bool kOverlap>
-__global__ void __launch_bounds__(Tiling<kGroups>::kThreads, 1)
-    flash_attention_wgmma_kernel(const KernelArgs args, int64_t segment_offset) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  constexpr int kBlockM = Tiling<kGroups>::kBlockM, kThreads = Tiling<kGroups>::kThreads;
-  constexpr uint32_t kQBytes = Tiling<kGroups>::kQBytes;
-  constexpr int kKSteps = kHeadDim / 16;  // k16 steps of Q K^T
-  constexpr int kNTiles = 16;             // n8 tiles of S (kBlockN / 8) and of O (kHeadDim / 8)
-  static_assert(kBlockN / 8 == kNTiles && kHeadDim / 8 == kNTiles);
+constexpr int kNTiles = 16;  // n8 tiles of S (kBlockN / 8) and of O (kHeadDim / 8)
+static_assert(kBlockN / 8 == kNTiles && kHeadDim / 8 == kNTiles);
 
-  const AttentionSegment segment = args.segments[segment_offset + blockIdx.z];
-  const int64_t q_row0 = int64_t{blockIdx.x} * kBlockM;
-  if (q_row0 >= segment.q_count) return;
-  const int q_valid = static_cast<int>(min64(kBlockM, segment.q_count - q_row0));
-  const int head = blockIdx.y, kv_head = head / args.group;
-  const int kv_tiles = static_cast<int>((segment.kv_count + kBlockN - 1) / kBlockN);
+// One warpgroup's 64 query rows: the S and O accumulators, P, the online-softmax state, and the
+// steps of one key tile. Both kernels below run exactly these instructions per row.
+struct RowBlock {
+  float o[64];          // [n8 tile j][4]: rows quad_row (+8), columns 8j + 2 quad_col (+1)
+  float s[64];          // scores of the current tile, then 2^(...) in place
+  uint32_t p[kNTiles][2];  // bf16 P: the A operand of P V ([j][0] row quad_row, [j][1] + 8)
+  float row_max[2], row_sum[2], alpha[2];  // rows quad_row and quad_row + 8
+  float scale_log2;
+  int quad_col;
 
-  extern __shared__ unsigned char smem[];
-  const uint32_t q_tile = (smem_address(smem) + 1023) & ~uint32_t{1023};
-  const uint32_t k_tiles = q_tile + kQBytes;                 // [kKStages]
-  const uint32_t v_tiles = k_tiles + kKStages * kKVBytes;    // [kVStages]
-
-  const __nv_bfloat16* q_base =
-      args.q + (segment.q_begin + q_row0) * args.q_stride + int64_t{head} * kHeadDim;
-  const __nv_bfloat16* k_base = args.k + segment.kv_begin * args.k_stride + int64_t{kv_head} * kHeadDim;
-  const __nv_bfloat16* v_base = args.v + segment.kv_begin * args.v_stride + int64_t{kv_head} * kHeadDim;
-  auto k_tile_of = [&](int t) { return k_tiles + (t % kKStages) * kKVBytes; };
-  auto v_tile_of = [&](int t) { return v_tiles + (t % kVStages) * kKVBytes; };
-  const TileCopier<kBlockN, kThreads> kv_copier;
-  auto load_kv = [&](int t) {
-    const int valid = static_cast<int>(min64(kBlockN, segment.kv_count - int64_t{t} * kBlockN));
-    kv_copier.copy(k_tile_of(t), k_base + int64_t{t} * kBlockN * args.k_stride, args.k_stride, valid);
-    kv_copier.copy(v_tile_of(t), v_base + int64_t{t} * kBlockN * args.v_stride, args.v_stride, valid);
-  };
-
-  TileCopier<kBlockM, kThreads>().copy(q_tile, q_base, args.q_stride, q_valid);
-  if (kv_tiles > 0) load_kv(0);
-  cp_async_commit();
-
-  const int warpgroup = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
-  const int quad_row = lane / 4, quad_col = lane % 4;  // accumulator fragment coordinates
-  const bool group_active = warpgroup * 64 < q_valid;  // uniform per warpgroup, as wgmma needs
-
-  float o[64];  // [n8 tile j][4]: rows quad_row (+8), columns 8j + 2 quad_col (+1)
+  __device__ __forceinline__ explicit RowBlock(float scale_log2_) : scale_log2(scale_log2_) {
 #pragma unroll
-  for (int i = 0; i < 64; ++i) o[i] = 0.0f;
-  float s[64];                                // scores of the current tile, then 2^(...) in place
-  uint32_t p[kNTiles][2];                     // bf16 P of the previous tile: the A operand of P V
-  float row_max[2] = {-INFINITY, -INFINITY};  // rows quad_row and quad_row + 8, raw scores
-  float row_sum[2] = {0.0f, 0.0f};            // this lane's share of sum P
-  float alpha[2] = {1.0f, 1.0f};
+    for (int i = 0; i < 64; ++i) o[i] = 0.0f;
+    row_max[0] = row_max[1] = -INFINITY;
+    row_sum[0] = row_sum[1] = 0.0f;
+    alpha[0] = alpha[1] = 1.0f;
+    quad_col = threadIdx.x % 4;
+  }
 
-  // Operand descriptors: built once; a k16 step or a stage only adds its byte offset / 16 to the
-  // start-address field (no carry: shared memory is below 256 KiB).
-  const uint64_t q_descriptor = smem_descriptor(q_tile + warpgroup * 64 * 128, 16, 1024);
-  const uint64_t k_descriptor = smem_descriptor(k_tiles, 16, 1024);
-  const uint64_t v_descriptor = smem_descriptor(v_tiles, kBlockN * 128, 1024);
-
-  // S = Q K_t^T, issued: k16 step kk reads bytes 32 (kk % 4) .. of column block kk / 4; 8-row
-  // groups are 1024 bytes apart (the leading offset is unused with K-major swizzled operands).
-  auto issue_scores = [&](int t) {
-    const uint64_t k_stage = k_descriptor + (t % kKStages) * (kKVBytes >> 4);
+  // S = Q K^T, issued and committed. q: descriptor of this warpgroup's first Q row in a Q tile
+  // of kQRows rows; k: descriptor of the K stage. k16 step kk reads bytes 32 (kk % 4) .. of
+  // column block kk / 4; 8-row groups are 1024 bytes apart (the leading offset is unused with
+  // K-major swizzled operands); an offset is added to the start-address field in 16-byte units.
+  template <int kQRows>
+  __device__ __forceinline__ void issue_scores(uint64_t q, uint64_t k) {
 #pragma unroll
-    for (int kk = 0; kk < kKSteps; ++kk) {
+    for (int kk = 0; kk < kHeadDim / 16; ++kk) {
       const uint32_t column = (kk % 4) * 32;
-      wgmma_m64n128k16_ss(s, q_descriptor + (((kk / 4) * kBlockM * 128 + column) >> 4),
-                          k_stage + (((kk / 4) * kBlockN * 128 + column) >> 4), kk > 0);
+      wgmma_m64n128k16_ss(s, q + (((kk / 4) * kQRows * 128 + column) >> 4),
+                          k + (((kk / 4) * kBlockN * 128 + column) >> 4), kk > 0);
     }
     wgmma_commit();
-  };
-  // O += P V_t, issued: k16 step kk covers keys 16kk..16kk+15, two 8-row groups (2048 bytes) of
-  // every column block; column blocks (64 head dims, N) are kBlockN * 128 bytes apart.
-  auto issue_values = [&](int t) {
-    const uint64_t v_stage = v_descriptor + (t % kVStages) * (kKVBytes >> 4);
+  }
+  // O += P V, issued and committed: k16 step kk covers keys 16kk..16kk+15, two 8-row groups
+  // (2048 bytes) of every column block; column blocks (N) are kBlockN * 128 bytes apart (in v).
+  __device__ __forceinline__ void issue_values(uint64_t v) {
 #pragma unroll
     for (int kk = 0; kk < kBlockN / 16; ++kk) {
       const uint32_t a[4] = {p[2 * kk][0], p[2 * kk][1], p[2 * kk + 1][0], p[2 * kk + 1][1]};
-      wgmma_m64n128k16_rs_transposed_b(o, a, v_stage + ((kk * 2048) >> 4));
+      wgmma_m64n128k16_rs_transposed_b(o, a, v + ((kk * 2048) >> 4));
     }
     wgmma_commit();
-  };
-  // Softmax, first half (needs only S): mask keys beyond the segment, the new running max, alpha,
-  // and 2^(S scale log2 e - m' scale log2 e) in place. The heavy exponentials run here, while the
-  // tensor cores still work on the previous tile's P V.
-  auto exponentiate = [&](int t) {
-    const int key_valid = static_cast<int>(min64(kBlockN, segment.kv_count - int64_t{t} * kBlockN));
+  }
+  // Softmax, first half (needs only S): keys at or past key_valid score -inf, the new running
+  // max, alpha, and 2^(S scale log2 e - m' scale log2 e) in place. Each row lives in the 4 lanes
+  // of a quad.
+  __device__ __forceinline__ void exponentiate(int key_valid) {
     if (key_valid < kBlockN) {
 #pragma unroll
       for (int j = 0; j < kNTiles; ++j) {
@@ -297,20 +295,19 @@ __global__ void __launch_bounds__(Tiling<kGroups>::kThreads, 1)
       tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
       tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
       const float new_max = fmaxf(row_max[half], tile_max);  // finite: every tile has a key
-      alpha[half] = exp2_approx(__fmul_rn(__fsub_rn(row_max[half], new_max), args.scale_log2));
+      alpha[half] = exp2_approx(__fmul_rn(__fsub_rn(row_max[half], new_max), scale_log2));
       row_max[half] = new_max;
-      const float shifted_max = __fmul_rn(new_max, args.scale_log2);
+      const float shifted_max = __fmul_rn(new_max, scale_log2);
 #pragma unroll
       for (int j = 0; j < kNTiles; ++j) {
-        s[4 * j + 2 * half] = exp2_approx(__fmaf_rn(s[4 * j + 2 * half], args.scale_log2, -shifted_max));
-        s[4 * j + 2 * half + 1] = exp2_approx(__fmaf_rn(s[4 * j + 2 * half + 1], args.scale_log2, -shifted_max));
+        s[4 * j + 2 * half] = exp2_approx(__fmaf_rn(s[4 * j + 2 * half], scale_log2, -shifted_max));
+        s[4 * j + 2 * half + 1] = exp2_approx(__fmaf_rn(s[4 * j + 2 * half + 1], scale_log2, -shifted_max));
       }
     }
-  };
-  // Softmax, second half (once the previous P V has completed, which reads p and writes o): P
-  // rounded to bf16, the normaliser l = l alpha + rowsum P over the rounded weights P V uses, and
-  // O scaled by alpha.
-  auto round_and_rescale = [&]() {
+  }
+  // Softmax, second half (once no P V in flight reads p or writes o): P rounded to bf16, the
+  // normaliser l = l alpha + rowsum P over the rounded weights P V uses, O scaled by alpha.
+  __device__ __forceinline__ void round_and_rescale() {
     float tile_sum[2] = {0.0f, 0.0f};
 #pragma unroll
     for (int j = 0; j < kNTiles; ++j) {
@@ -329,6 +326,97 @@ __global__ void __launch_bounds__(Tiling<kGroups>::kThreads, 1)
       o[4 * j + 2] = __fmul_rn(o[4 * j + 2], alpha[1]);
       o[4 * j + 3] = __fmul_rn(o[4 * j + 3], alpha[1]);
     }
+  }
+  // O / l rounded to bf16, staged through this warp's own 16 rows (warp_row0 ..) of the Q tile
+  // (only this warpgroup's wgmmas read them, and they have completed), then stored 16 bytes per
+  // lane to out (row r of the tile at out + r * out_stride); rows at or past q_valid are skipped.
+  template <int kQRows>
+  __device__ __forceinline__ void store(uint32_t q_tile, int warp_row0, int q_valid, __nv_bfloat16* out,
+                                        int64_t out_stride) {
+    const int lane = threadIdx.x % 32, quad_row = lane / 4;
+    float inv_sum[2];
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      float total = row_sum[half];
+      total = __fadd_rn(total, __shfl_xor_sync(0xffffffffu, total, 1));
+      total = __fadd_rn(total, __shfl_xor_sync(0xffffffffu, total, 2));
+      inv_sum[half] = total > 0.0f ? __frcp_rn(total) : 0.0f;  // no keys: zeros, not NaN
+    }
+    __syncwarp();
+#pragma unroll
+    for (int j = 0; j < kNTiles; ++j) {
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int row = warp_row0 + quad_row + 8 * half;
+        const uint32_t packed = pack_bf16x2(__fmul_rn(o[4 * j + 2 * half], inv_sum[half]),
+                                            __fmul_rn(o[4 * j + 2 * half + 1], inv_sum[half]));
+        const uint32_t address = q_tile + swizzled_offset<kQRows>(row, j) + quad_col * 4;
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(address), "r"(packed));
+      }
+    }
+    __syncwarp();
+    constexpr int kChunks = kHeadDim / 8;
+    for (int i = lane; i < 16 * kChunks; i += 32) {
+      const int row = warp_row0 + i / kChunks, chunk = i % kChunks;
+      if (row >= q_valid) break;  // i grows with row
+      uint4 value;
+      asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                   : "=r"(value.x), "=r"(value.y), "=r"(value.z), "=r"(value.w)
+                   : "r"(q_tile + swizzled_offset<kQRows>(row, chunk)));
+      *reinterpret_cast<uint4*>(out + row * out_stride + chunk * 8) = value;
+    }
+  }
+};
+#endif  // __CUDA_ARCH_FEAT_SM90_ALL
+
+// ---- all threads load, all compute (v3) --------------------------------------------------------
+// kOverlap: issue S of tile t before waiting for P V of tile t - 1, so that the exponentials of
+// tile t run while the tensor cores finish tile t - 1 (needs ~200 registers per thread).
+template <int kGroups, bool kOverlap>
+__global__ void __launch_bounds__(Tiling<kGroups>::kThreads, 1)
+    flash_attention_wgmma_kernel(const KernelArgs args, int64_t segment_offset) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr int kBlockM = Tiling<kGroups>::kBlockM, kThreads = Tiling<kGroups>::kThreads;
+  constexpr uint32_t kQBytes = Tiling<kGroups>::kQBytes;
+
+  const AttentionSegment segment = args.segments[segment_offset + blockIdx.z];
+  const int64_t q_row0 = int64_t{blockIdx.x} * kBlockM;
+  if (q_row0 >= segment.q_count) return;
+  const int q_valid = static_cast<int>(min64(kBlockM, segment.q_count - q_row0));
+  const int head = blockIdx.y, kv_head = head / args.group;
+  const int kv_tiles = static_cast<int>((segment.kv_count + kBlockN - 1) / kBlockN);
+  auto key_valid = [&](int t) { return static_cast<int>(min64(kBlockN, segment.kv_count - int64_t{t} * kBlockN)); };
+
+  extern __shared__ unsigned char smem[];
+  const uint32_t q_tile = (smem_address(smem) + 1023) & ~uint32_t{1023};
+  const uint32_t k_tiles = q_tile + kQBytes;                 // [kKStages]
+  const uint32_t v_tiles = k_tiles + kKStages * kKVBytes;    // [kVStages]
+
+  const __nv_bfloat16* q_base =
+      args.q + (segment.q_begin + q_row0) * args.q_stride + int64_t{head} * kHeadDim;
+  const __nv_bfloat16* k_base = args.k + segment.kv_begin * args.k_stride + int64_t{kv_head} * kHeadDim;
+  const __nv_bfloat16* v_base = args.v + segment.kv_begin * args.v_stride + int64_t{kv_head} * kHeadDim;
+  const TileCopier<kBlockN, kThreads> kv_copier;
+  auto load_kv = [&](int t) {
+    kv_copier.copy(k_tiles + (t % kKStages) * kKVBytes, k_base + int64_t{t} * kBlockN * args.k_stride,
+                   args.k_stride, key_valid(t));
+    kv_copier.copy(v_tiles + (t % kVStages) * kKVBytes, v_base + int64_t{t} * kBlockN * args.v_stride,
+                   args.v_stride, key_valid(t));
+  };
+
+  TileCopier<kBlockM, kThreads>().copy(q_tile, q_base, args.q_stride, q_valid);
+  if (kv_tiles > 0) load_kv(0);
+  cp_async_commit();
+
+  const int warpgroup = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4;
+  const bool group_active = warpgroup * 64 < q_valid;  // uniform per warpgroup, as wgmma needs
+  RowBlock rows(args.scale_log2);
+  // Operand descriptors, built once; a stage adds its offset / 16 (no carry: shared memory is
+  // below 256 KiB).
+  const uint64_t q_descriptor = smem_descriptor(q_tile + warpgroup * 64 * 128, 16, 1024);
+  auto k_descriptor = [&](int t) { return smem_descriptor(k_tiles, 16, 1024) + (t % kKStages) * (kKVBytes >> 4); };
+  auto v_descriptor = [&](int t) {
+    return smem_descriptor(v_tiles, kBlockN * 128, 1024) + (t % kVStages) * (kKVBytes >> 4);
   };
 
   // Tile t's K and V land (one cp.async group per tile) while tile t - 1 is computed. Stages are
@@ -350,11 +438,11 @@ __global__ void __launch_bounds__(Tiling<kGroups>::kThreads, 1)
     tile_landed(0);
     if (group_active) {
       wgmma_fence();
-      issue_scores(0);
+      rows.issue_scores<kBlockM>(q_descriptor, k_descriptor(0));
       wgmma_wait<0>();
-      fence_registers(s);
-      exponentiate(0);
-      round_and_rescale();
+      fence_registers(rows.s);
+      rows.exponentiate(key_valid(0));
+      rows.round_and_rescale();
     }
   }
   for (int t = 1; t < kv_tiles; ++t) {
@@ -362,29 +450,29 @@ __global__ void __launch_bounds__(Tiling<kGroups>::kThreads, 1)
     if (group_active) {
       wgmma_fence();
       if constexpr (kOverlap) {
-        issue_scores(t);
-        issue_values(t - 1);
+        rows.issue_scores<kBlockM>(q_descriptor, k_descriptor(t));
+        rows.issue_values(v_descriptor(t - 1));
         wgmma_wait<1>();  // S of tile t; P V of tile t - 1 still runs
-        fence_registers(s);
-        exponentiate(t);
+        fence_registers(rows.s);
+        rows.exponentiate(key_valid(t));
         wgmma_wait<0>();  // P V of tile t - 1
-        fence_registers(o);
+        fence_registers(rows.o);
       } else {
-        issue_values(t - 1);
-        issue_scores(t);
+        rows.issue_values(v_descriptor(t - 1));
+        rows.issue_scores<kBlockM>(q_descriptor, k_descriptor(t));
         wgmma_wait<0>();
-        fence_registers(o);
-        fence_registers(s);
-        exponentiate(t);
+        fence_registers(rows.o);
+        fence_registers(rows.s);
+        rows.exponentiate(key_valid(t));
       }
-      round_and_rescale();
+      rows.round_and_rescale();
     }
   }
   if (group_active && kv_tiles > 0) {
     wgmma_fence();
-    issue_values(kv_tiles - 1);
+    rows.issue_values(v_descriptor(kv_tiles - 1));
     wgmma_wait<0>();
-    fence_registers(o);
+    fence_registers(rows.o);
   }
 
   if (kv_tiles == 0) {  // a segment without keys: the Q loads may still be in flight
@@ -392,50 +480,187 @@ __global__ void __launch_bounds__(Tiling<kGroups>::kThreads, 1)
     __syncthreads();
   }
   if (!group_active) return;
-
-  // O / l rounded to bf16, staged through this warp's own 16 rows of the Q tile (only this
-  // warpgroup's wgmmas read them, and they have completed), then stored 16 bytes per lane.
-  float inv_sum[2];
-#pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    float total = row_sum[half];
-    total = __fadd_rn(total, __shfl_xor_sync(0xffffffffu, total, 1));
-    total = __fadd_rn(total, __shfl_xor_sync(0xffffffffu, total, 2));
-    inv_sum[half] = total > 0.0f ? __frcp_rn(total) : 0.0f;  // no keys: zeros, not NaN
-  }
-  const int warp_row0 = warpgroup * 64 + warp * 16;
-  __syncwarp();
-#pragma unroll
-  for (int j = 0; j < kNTiles; ++j) {
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int row = warp_row0 + quad_row + 8 * half;
-      const uint32_t packed = pack_bf16x2(__fmul_rn(o[4 * j + 2 * half], inv_sum[half]),
-                                          __fmul_rn(o[4 * j + 2 * half + 1], inv_sum[half]));
-      const uint32_t address = q_tile + swizzled_offset<kBlockM>(row, j) + quad_col * 4;
-      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(address), "r"(packed));
-    }
-  }
-  __syncwarp();
-  constexpr int kChunks = kHeadDim / 8;
-  __nv_bfloat16* out_base = args.out + (segment.q_begin + q_row0) * args.out_stride + int64_t{head} * kHeadDim;
-  for (int i = lane; i < 16 * kChunks; i += 32) {
-    const int row = warp_row0 + i / kChunks, chunk = i % kChunks;
-    if (row >= q_valid) break;  // i grows with row
-    uint4 value;
-    asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(value.x), "=r"(value.y), "=r"(value.z), "=r"(value.w)
-                 : "r"(q_tile + swizzled_offset<kBlockM>(row, chunk)));
-    *reinterpret_cast<uint4*>(out_base + row * args.out_stride + chunk * 8) = value;
-  }
+  rows.store<kBlockM>(q_tile, warpgroup * 64 + warp * 16, q_valid,
+                      args.out + (segment.q_begin + q_row0) * args.out_stride + int64_t{head} * kHeadDim,
+                      args.out_stride);
 #elif defined(__CUDA_ARCH__)
   __trap();  // built without sm_90a features: never launched (hopper_attention_available)
 #endif
 }
 
+// ---- warp-specialised, ping-pong (v4) ----------------------------------------------------------
+// 3 warpgroups. Warpgroup 0 produces: warps 0-1 copy K tiles, warps 2-3 V tiles, into 3-stage rings
+// guarded by mbarriers (full: the tile has landed; empty: both consumers are done with it), so
+// no CTA-wide barrier exists in the loop. Warpgroups 1 and 2 consume, 64 query rows each, and
+// take turns issuing their MMAs (two named barriers): while one issues S of tile t and P V of
+// tile t - 1, the other exponentiates, so the tensor cores and the exponential unit work at
+// once (FlashAttention-3's ping-pong). Registers move from the producer (40) to the consumers
+// (232).
+constexpr int kWsStages = 3;
+constexpr int kWsBlockM = 128;
+constexpr int kWsThreads = 384;
+constexpr uint32_t kWsQBytes = kWsBlockM * kHeadDim * 2;
+constexpr int kWsSharedBytes = 1024 + kWsQBytes + 2 * kWsStages * kKVBytes + 4 * kWsStages * 8;
 
-template <int kGroups, bool kOverlap>
-void launch(const AttentionArgs& args, cudaStream_t stream) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// One warp copies half of a [kBlockN][kHeadDim] tile, rows [half * 64, half * 64 + 64): lane l
+// copies 16-byte chunk l % 16 of rows l / 16, l / 16 + 2, ...; rows at or past `valid` are
+// zero-filled.
+__device__ __forceinline__ void warp_copy_half_tile(uint32_t tile, const __nv_bfloat16* base, int64_t stride,
+                                                    int valid, int half) {
+  const int lane = threadIdx.x % 32, chunk = lane % 16, first = half * (kBlockN / 2) + lane / 16;
+  const __nv_bfloat16* src = base + first * stride + chunk * 8;
+  const int64_t step = 2 * stride;
+#pragma unroll 8
+  for (int k = 0; k < kBlockN / 4; ++k) {
+    const int row = first + 2 * k;
+    const bool inside = row < valid;
+    cp_async_16(tile + swizzled_offset<kBlockN>(row, chunk), inside ? src : base, inside ? 16 : 0);
+    src += step;
+  }
+}
+#endif
+
+__global__ void __launch_bounds__(kWsThreads, 1)
+    flash_attention_ws_kernel(const KernelArgs args, int64_t segment_offset) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  const AttentionSegment segment = args.segments[segment_offset + blockIdx.z];
+  const int64_t q_row0 = int64_t{blockIdx.x} * kWsBlockM;
+  if (q_row0 >= segment.q_count) return;  // the whole CTA
+  const int q_valid = static_cast<int>(min64(kWsBlockM, segment.q_count - q_row0));
+  const int head = blockIdx.y, kv_head = head / args.group;
+  const int kv_tiles = static_cast<int>((segment.kv_count + kBlockN - 1) / kBlockN);
+  auto key_valid = [&](int t) { return static_cast<int>(min64(kBlockN, segment.kv_count - int64_t{t} * kBlockN)); };
+
+  extern __shared__ unsigned char smem[];
+  const uint32_t q_tile = (smem_address(smem) + 1023) & ~uint32_t{1023};
+  const uint32_t k_tiles = q_tile + kWsQBytes;                  // [kWsStages]
+  const uint32_t v_tiles = k_tiles + kWsStages * kKVBytes;      // [kWsStages]
+  const uint32_t barriers = v_tiles + kWsStages * kKVBytes;     // 4 x [kWsStages] mbarriers
+  auto k_full = [&](int stage) { return barriers + 8 * stage; };
+  auto k_empty = [&](int stage) { return barriers + 8 * (kWsStages + stage); };
+  auto v_full = [&](int stage) { return barriers + 8 * (2 * kWsStages + stage); };
+  auto v_empty = [&](int stage) { return barriers + 8 * (3 * kWsStages + stage); };
+  if (threadIdx.x == 0) {
+    for (int stage = 0; stage < kWsStages; ++stage) {
+      mbarrier_init(k_full(stage), 64), mbarrier_init(v_full(stage), 64);     // the two copying warps
+      mbarrier_init(k_empty(stage), 256), mbarrier_init(v_empty(stage), 256);  // both consumers
+    }
+  }
+  __syncthreads();
+
+  const int warpgroup = threadIdx.x / 128;
+  if (warpgroup == 0) {
+    release_registers<40>();
+    // Warps 0 and 1 copy K tiles, warps 2 and 3 V tiles, half a tile each. Tile t goes to stage
+    // t % 3 once the consumers released tile t - 3 there (completion t / 3 - 1 of the empty
+    // barrier). Two tiles are in flight: after issuing tile t a warp waits for its copies of
+    // tile t - 1, makes them visible to wgmma (the async proxy) and arrives on its full barrier,
+    // which completes when both warps' 64 lanes have.
+    const int warp = threadIdx.x / 32;
+    const bool keys = warp < 2;
+    const __nv_bfloat16* base = keys ? args.k + segment.kv_begin * args.k_stride + int64_t{kv_head} * kHeadDim
+                                     : args.v + segment.kv_begin * args.v_stride + int64_t{kv_head} * kHeadDim;
+    const int64_t stride = keys ? args.k_stride : args.v_stride;
+    const uint32_t tiles = keys ? k_tiles : v_tiles;
+    auto full = [&](int t) { return keys ? k_full(t % kWsStages) : v_full(t % kWsStages); };
+    for (int t = 0; t < kv_tiles; ++t) {
+      const int stage = t % kWsStages, round = t / kWsStages;
+      if (round > 0) mbarrier_wait(keys ? k_empty(stage) : v_empty(stage), (round - 1) & 1);
+      warp_copy_half_tile(tiles + stage * kKVBytes, base + int64_t{t} * kBlockN * stride, stride, key_valid(t),
+                          warp % 2);
+      cp_async_commit();
+      if (t > 0) {
+        cp_async_wait<1>();
+        fence_proxy_async();
+        mbarrier_arrive(full(t - 1));
+      }
+    }
+    if (kv_tiles > 0) {
+      cp_async_wait<0>();
+      fence_proxy_async();
+      mbarrier_arrive(full(kv_tiles - 1));
+    }
+    return;
+  }
+
+  claim_registers<232>();
+  const int consumer = warpgroup - 1;  // 0 or 1: rows 64 consumer ..
+  const int thread = threadIdx.x % 128, warp = thread / 32;
+  {  // this warpgroup's Q rows
+    const __nv_bfloat16* q_base =
+        args.q + (segment.q_begin + q_row0) * args.q_stride + int64_t{head} * kHeadDim;
+    for (int i = thread; i < 64 * (kHeadDim / 8); i += 128) {
+      const int row = consumer * 64 + i / (kHeadDim / 8), chunk = i % (kHeadDim / 8);
+      const bool inside = row < q_valid;
+      cp_async_16(q_tile + swizzled_offset<kWsBlockM>(row, chunk),
+                  inside ? q_base + row * args.q_stride + chunk * 8 : q_base, inside ? 16 : 0);
+    }
+    cp_async_commit();
+    cp_async_wait<0>();
+    fence_proxy_async();
+    named_barrier_sync(3 + consumer, 128);
+  }
+  RowBlock rows(args.scale_log2);
+  const uint64_t q_descriptor = smem_descriptor(q_tile + consumer * 64 * 128, 16, 1024);
+  auto k_descriptor = [&](int t) { return smem_descriptor(k_tiles, 16, 1024) + (t % kWsStages) * (kKVBytes >> 4); };
+  auto v_descriptor = [&](int t) {
+    return smem_descriptor(v_tiles, kBlockN * 128, 1024) + (t % kWsStages) * (kKVBytes >> 4);
+  };
+  auto landed = [&](int t) { return static_cast<uint32_t>((t / kWsStages) & 1); };
+  // Turns: named barrier 1 + c is consumer c's. A turn begins with bar.sync on one's own barrier
+  // and ends with bar.arrive on the other's; consumer 1 opens consumer 0's first turn. Both take
+  // kv_tiles + 1 turns, and consumer 1 does not hand over after its last, so no arrival is left.
+  const uint32_t my_turn = 1 + consumer, their_turn = 2 - consumer;
+  if (kv_tiles > 0) {
+    if (consumer == 1) named_barrier_arrive(1, 256);
+    mbarrier_wait(k_full(0), 0);
+    named_barrier_sync(my_turn, 256);
+    wgmma_fence();
+    rows.issue_scores<kWsBlockM>(q_descriptor, k_descriptor(0));
+    named_barrier_arrive(their_turn, 256);
+    wgmma_wait<0>();
+    fence_registers(rows.s);
+    mbarrier_arrive(k_empty(0));
+    rows.exponentiate(key_valid(0));
+    rows.round_and_rescale();
+  }
+  for (int t = 1; t < kv_tiles; ++t) {
+    mbarrier_wait(k_full(t % kWsStages), landed(t));
+    mbarrier_wait(v_full((t - 1) % kWsStages), landed(t - 1));
+    named_barrier_sync(my_turn, 256);
+    wgmma_fence();
+    rows.issue_scores<kWsBlockM>(q_descriptor, k_descriptor(t));
+    rows.issue_values(v_descriptor(t - 1));
+    named_barrier_arrive(their_turn, 256);
+    wgmma_wait<1>();  // S of tile t; P V of tile t - 1 still runs
+    fence_registers(rows.s);
+    mbarrier_arrive(k_empty(t % kWsStages));
+    rows.exponentiate(key_valid(t));
+    wgmma_wait<0>();  // P V of tile t - 1
+    fence_registers(rows.o);
+    mbarrier_arrive(v_empty((t - 1) % kWsStages));
+    rows.round_and_rescale();
+  }
+  if (kv_tiles > 0) {
+    mbarrier_wait(v_full((kv_tiles - 1) % kWsStages), landed(kv_tiles - 1));
+    named_barrier_sync(my_turn, 256);
+    wgmma_fence();
+    rows.issue_values(v_descriptor(kv_tiles - 1));
+    if (consumer == 0) named_barrier_arrive(their_turn, 256);
+    wgmma_wait<0>();
+    fence_registers(rows.o);
+  }
+  if (consumer * 64 >= q_valid) return;
+  rows.store<kWsBlockM>(q_tile, consumer * 64 + warp * 16, q_valid,
+                        args.out + (segment.q_begin + q_row0) * args.out_stride + int64_t{head} * kHeadDim,
+                        args.out_stride);
+#elif defined(__CUDA_ARCH__)
+  __trap();  // built without sm_90a features: never launched (hopper_attention_available)
+#endif
+}
+
+KernelArgs kernel_args_of(const AttentionArgs& args) {
   KernelArgs kernel_args;
   kernel_args.q = static_cast<const __nv_bfloat16*>(args.q);
   kernel_args.k = static_cast<const __nv_bfloat16*>(args.k);
@@ -446,6 +671,12 @@ void launch(const AttentionArgs& args, cudaStream_t stream) {
   kernel_args.group = static_cast<int>(args.q_heads / args.kv_heads);
   kernel_args.scale_log2 = args.scale * 1.4426950408889634f;
   kernel_args.segments = args.segments;
+  return kernel_args;
+}
+
+template <int kGroups, bool kOverlap>
+void launch(const AttentionArgs& args, cudaStream_t stream) {
+  const KernelArgs kernel_args = kernel_args_of(args);
 
   using T = Tiling<kGroups>;
   static std::atomic<uint64_t> configured{0};  // one bit per device ordinal
@@ -467,9 +698,27 @@ void launch(const AttentionArgs& args, cudaStream_t stream) {
   }
 }
 
-// The variant the engine runs (dev/cuda/attention_bench.cu measures the others).
-constexpr int kEngineGroups = 2;
-constexpr bool kEngineOverlap = false;  // measured 0.2-0.6 % faster than overlapped, fewer registers
+void launch_warp_specialised(const AttentionArgs& args, cudaStream_t stream) {
+  const KernelArgs kernel_args = kernel_args_of(args);
+  static std::atomic<uint64_t> configured{0};  // one bit per device ordinal
+  int device = 0;
+  MOSAIC_CUDA_CHECK(cudaGetDevice(&device));
+  const uint64_t bit = uint64_t{1} << (device & 63);
+  if (!(configured.load(std::memory_order_acquire) & bit)) {
+    MOSAIC_CUDA_CHECK(cudaFuncSetAttribute(flash_attention_ws_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           kWsSharedBytes));
+    configured.fetch_or(bit, std::memory_order_release);
+  }
+  const int64_t q_tiles = (args.max_q_rows + kWsBlockM - 1) / kWsBlockM;
+  for (int64_t first = 0; first < args.segment_count; first += kMaxGridZ) {
+    const dim3 grid(static_cast<unsigned>(q_tiles), static_cast<unsigned>(args.q_heads),
+                    static_cast<unsigned>(std::min(kMaxGridZ, args.segment_count - first)));
+    flash_attention_ws_kernel<<<grid, kWsThreads, kWsSharedBytes, stream>>>(kernel_args, first);
+    MOSAIC_CUDA_CHECK_LAUNCH();
+  }
+}
+
+// The engine runs the warp-specialised kernel (dev/cuda/attention_bench.cu measures the others).
 
 bool device_runs_wgmma_kernel(int device) {
   int major = 0, minor = 0;
@@ -480,8 +729,7 @@ bool device_runs_wgmma_kernel(int device) {
   }
   if (major != 9 || minor != 0) return false;  // sm_90a code runs on compute capability 9.0 only
   cudaFuncAttributes attributes;                // and only if this binary holds it
-  if (cudaFuncGetAttributes(&attributes, flash_attention_wgmma_kernel<kEngineGroups, kEngineOverlap>) !=
-      cudaSuccess) {
+  if (cudaFuncGetAttributes(&attributes, flash_attention_ws_kernel) != cudaSuccess) {
     (void)cudaGetLastError();
     return false;
   }
@@ -508,7 +756,7 @@ bool hopper_attention_available() {
 }
 
 void hopper_attention(const AttentionArgs& args, cudaStream_t stream) {
-  hopper::launch<hopper::kEngineGroups, hopper::kEngineOverlap>(args, stream);
+  hopper::launch_warp_specialised(args, stream);
 }
 
 }  // namespace mosaic::cuda
