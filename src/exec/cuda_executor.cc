@@ -1,5 +1,7 @@
 #include "exec/cuda_executor.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -12,6 +14,8 @@
 #include "core/error.h"
 #include "core/format_bytes.h"
 #include "core/half.h"
+#include "exec/cuda_op_profile.h"
+#include "model/weight_names.h"
 
 namespace mosaic {
 namespace {
@@ -52,6 +56,7 @@ struct CudaExecutor::Impl {
   cuda::Gemm gemm;
   DeviceBuffer segments, sampling, commit_sequences, committed;
   std::chrono::steady_clock::time_point launch_end;
+  CudaOpProfile profile;  // MOSAIC_PROFILE_OPS=1
 
   Impl(const Model& m, int d) : model(m), device(d) {}
 
@@ -202,6 +207,7 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
   const auto rope_precision = c.family == Family::llada ? cuda::RopePrecision::fp32 : cuda::RopePrecision::bf16_tables;
   const float eps = static_cast<float>(c.rms_eps);
 
+  x.profile.begin(stream);
   for (const GraphOp& op : graph.ops) {
     if (op.rows == 0) continue;
     switch (op.kind) {
@@ -272,6 +278,11 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
         break;
       }
     }
+    if (x.profile.enabled()) {
+      std::string label(op_kind_name(op.kind));
+      if (op.kind == OpKind::linear) label += fmt::format(" {}", weight_role_name(op.weight));
+      x.profile.mark(label, stream);
+    }
   }
   CudaStepResult result;
   if (committed != nullptr) {
@@ -293,6 +304,7 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
     MOSAIC_CUDA_CHECK(cudaMemcpyAsync(result.committed.data(), committed, result.committed.size() * sizeof(CommittedRow),
                                       cudaMemcpyDeviceToHost, stream));
   MOSAIC_CUDA_CHECK(cudaStreamSynchronize(stream));
+  x.profile.report();
   return result;
 }
 

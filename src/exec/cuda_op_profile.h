@@ -1,0 +1,38 @@
+// A developer's profile of CUDA steps: with MOSAIC_PROFILE_OPS=1 in the environment, every step
+// of CudaExecutor records an event after each op and prints to stderr the GPU time per op kind
+// (linear ops per weight role), largest first. Off, it costs nothing. For finding where a step's
+// time goes without a system profiler (docs/PERFORMANCE.md shows a breakdown made with it).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <string>
+#include <vector>
+
+namespace mosaic {
+
+class CudaOpProfile {
+ public:
+  CudaOpProfile();  // reads MOSAIC_PROFILE_OPS once
+  ~CudaOpProfile();
+  CudaOpProfile(const CudaOpProfile&) = delete;
+  CudaOpProfile& operator=(const CudaOpProfile&) = delete;
+
+  bool enabled() const { return enabled_; }
+  // Starts a step's timeline on `stream`.
+  void begin(cudaStream_t stream);
+  // Closes the op enqueued since the previous mark (or begin) under `label`.
+  void mark(const std::string& label, cudaStream_t stream);
+  // After the stream has been synchronised: prints the step's totals per label.
+  void report();
+
+ private:
+  cudaEvent_t event_at(size_t index);
+
+  bool enabled_ = false;
+  std::vector<cudaEvent_t> events_;  // reused across steps
+  std::vector<std::string> labels_;  // labels_[i] ends at events_[i + 1]
+  size_t marks_ = 0;
+};
+
+}  // namespace mosaic
