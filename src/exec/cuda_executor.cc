@@ -22,6 +22,11 @@ namespace {
 
 constexpr uint64_t kAlign = 256;
 
+// From this many candidate rows in a step on, the fused head takes its logits from cuBLASLt
+// chunk by chunk (155 -> ~700 TFLOP/s on the H200 at 2,048 rows); below, the fused kernel,
+// which reads W once without the extra launches, is as fast (docs/design/cuda-kernels.md).
+constexpr int64_t kHeadRowsThroughGemm = 256;
+
 uint64_t elements_of(const WeightView& view) {
   uint64_t count = 1;
   for (int64_t extent : view.shape) count *= static_cast<uint64_t>(extent);
@@ -274,6 +279,9 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
         args.sampling = device_sampling ? device_sampling + op.out.row : nullptr;
         args.out = static_cast<float*>(address(op.out)), args.out_stride = cols(op.out);
         args.scratch = address(op.scratch);
+        // Chosen from the step's candidate count, not from this op's rows: row chunks of one step
+        // must take the same path to give the same bits.
+        args.gemm = output.rows >= kHeadRowsThroughGemm ? &x.gemm : nullptr;
         cuda::lm_head_sample(args, stream);
         break;
       }

@@ -30,6 +30,7 @@
 #include <cstdlib>
 
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/gemm.h"
 #include "backend/cuda/ptx.cuh"
 #include "core/philox.h"
 
@@ -415,6 +416,50 @@ __global__ void head_combine_kernel(const HeadPartial* partials, int splits, int
   o[kHeadSecondId] = static_cast<float>(p.second_id);
 }
 
+// ---- pass 1 through cuBLASLt: partials from a chunk of fp32 logits ---------------------------
+
+// One warp per (row, split of the chunk): lane l folds ids [begin + l n, begin + (l + 1) n) of
+// the split (n = split ids / 32) in runs of 4, then the warp merges its lanes in a fixed tree.
+__global__ void partials_from_logits_kernel(const float* logits, int64_t logits_stride, int64_t rows,
+                                            int64_t chunk_first_id, int chunk_splits, int first_split,
+                                            int split_ids, int splits, int64_t vocab,
+                                            const HeadRowSampling* sampling, HeadPartial* partials) {
+  const int64_t warp = int64_t{blockIdx.x} * (blockDim.x / 32) + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (warp >= rows * chunk_splits) return;  // whole warps leave together
+  const int64_t row = warp / chunk_splits;
+  const int split_in_chunk = static_cast<int>(warp % chunk_splits);
+  const RowRule rule = row_rule(sampling, row);
+  const int per_lane = split_ids / 32;
+  const int64_t begin = chunk_first_id + int64_t{split_in_chunk} * split_ids + int64_t{lane} * per_lane;
+  const float* source = logits + row * logits_stride + (begin - chunk_first_id);
+  bool check = begin + per_lane > vocab;
+#pragma unroll
+  for (int b = 0; b < 2; ++b) {
+    check |= static_cast<uint64_t>(rule.choice_bans[b] - begin) < static_cast<uint64_t>(per_lane);
+    check |= static_cast<uint64_t>(rule.stats_bans[b] - begin) < static_cast<uint64_t>(per_lane);
+  }
+  HeadPartial p = empty_partial();
+  for (int run = 0; run < per_lane; run += 4) {
+    float l[4];
+    int32_t id[4];
+    const bool whole = begin + run + 4 <= vocab;
+    if (whole) {
+      const float4 values = *reinterpret_cast<const float4*>(source + run);
+      l[0] = values.x, l[1] = values.y, l[2] = values.z, l[3] = values.w;
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      id[i] = static_cast<int32_t>(begin + run + i);
+      if (!whole) l[i] = id[i] < vocab ? source[run + i] : 0.0f;  // ids past vocab: left out by check
+    }
+    p = merge(p, summarise(l, id, rule, check, vocab), rule.k);
+  }
+#pragma unroll
+  for (int mask = 16; mask >= 1; mask /= 2) p = merge(p, shuffle_xor(p, mask), rule.k);
+  if (lane == 0) partials[row * splits + first_split + split_in_chunk] = p;
+}
+
 // ---- launch ---------------------------------------------------------------------------------
 
 struct SplitLayout {
@@ -460,9 +505,33 @@ void launch_partials(PartialsArgs args, cudaStream_t stream) {
 
 }  // namespace
 
+namespace {
+
+constexpr int64_t kChunkTargetIds = 4096;  // logits per row per GEMM: 16 KiB of fp32 scratch a row
+
+// Whole splits per chunk, so that a split's ids are folded by one warp from one chunk.
+int chunk_splits(int64_t vocab) {
+  const int64_t split_ids = int64_t{split_layout(vocab).tiles_per_split} * kVocabTile;
+  return static_cast<int>(std::max<int64_t>(1, kChunkTargetIds / split_ids));
+}
+
+// Bytes of the partials [rows, splits], rounded up so that the logits after them are aligned.
+// (The rounding adds at most 255 bytes; lm_head_scratch_bytes counts 256 for it.)
+uint64_t partials_bytes(int64_t rows, int64_t vocab) {
+  const uint64_t bytes = static_cast<uint64_t>(rows) * split_layout(vocab).splits * sizeof(HeadPartial);
+  return (bytes + 255) / 256 * 256;
+}
+
+}  // namespace
+
+int64_t lm_head_chunk_ids(int64_t vocab) {
+  return int64_t{chunk_splits(vocab)} * split_layout(vocab).tiles_per_split * kVocabTile;
+}
+
 uint64_t lm_head_scratch_bytes(int64_t rows, int64_t vocab) {
   if (rows <= 0 || vocab <= 0) return 0;
-  return static_cast<uint64_t>(rows) * split_layout(vocab).splits * sizeof(HeadPartial);
+  return static_cast<uint64_t>(rows) * split_layout(vocab).splits * sizeof(HeadPartial) + 256 +
+         static_cast<uint64_t>(rows) * lm_head_chunk_ids(vocab) * sizeof(float);
 }
 
 void lm_head_sample(const LmHeadArgs& args, cudaStream_t stream) {
@@ -488,9 +557,33 @@ void lm_head_sample(const LmHeadArgs& args, cudaStream_t stream) {
   partials.partials = static_cast<HeadPartial*>(args.scratch);
   partials.rows = args.rows, partials.hidden = args.hidden, partials.vocab = args.vocab;
   partials.tiles_per_split = layout.tiles_per_split, partials.splits = layout.splits;
-  // The smallest row tile that holds the rows (no wasted MMA on small candidate sets); the
-  // arithmetic of a row is the same for every tile size.
-  if (args.rows <= 32) {
+  if (args.gemm != nullptr) {
+    // Chunk by chunk: logits [rows, chunk] = h W[chunk]^T in fp32, folded into the chunk's splits.
+    const int64_t chunk_ids = lm_head_chunk_ids(args.vocab);
+    const int splits_per_chunk = chunk_splits(args.vocab);
+    const int split_ids = layout.tiles_per_split * kVocabTile;
+    float* logits = reinterpret_cast<float*>(static_cast<unsigned char*>(args.scratch) +
+                                             partials_bytes(args.rows, args.vocab));
+    for (int64_t first = 0; first < args.vocab; first += chunk_ids) {
+      const int64_t width = std::min(chunk_ids, args.vocab - first);
+      GemmArgs gemm;
+      gemm.m = args.rows, gemm.n = width, gemm.k = args.hidden;
+      gemm.a = args.h, gemm.lda = args.h_stride;
+      gemm.b = static_cast<const __nv_bfloat16*>(args.weight) + first * args.hidden, gemm.ldb = args.hidden;
+      gemm.c = logits, gemm.ldc = chunk_ids, gemm.c_dtype = DType::f32;
+      args.gemm->run(gemm, stream);
+      const int first_split = static_cast<int>(first / split_ids);
+      const int splits_here = static_cast<int>(std::min<int64_t>(splits_per_chunk, layout.splits - first_split));
+      constexpr int kWarps = 8;
+      const int64_t warps = args.rows * splits_here;
+      partials_from_logits_kernel<<<static_cast<unsigned>((warps + kWarps - 1) / kWarps), kWarps * 32, 0, stream>>>(
+          logits, chunk_ids, args.rows, first, splits_here, first_split, split_ids, layout.splits, args.vocab,
+          args.sampling, partials.partials);
+      MOSAIC_CUDA_CHECK_LAUNCH();
+    }
+  } else if (args.rows <= 32) {
+    // The smallest row tile that holds the rows (no wasted MMA on small candidate sets); the
+    // arithmetic of a row is the same for every tile size.
     launch_partials<1>(partials, stream);
   } else if (args.rows <= 64) {
     launch_partials<2>(partials, stream);

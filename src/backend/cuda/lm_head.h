@@ -16,6 +16,8 @@
 
 namespace mosaic::cuda {
 
+class Gemm;
+
 struct LmHeadArgs {
   int64_t rows = 0, hidden = 0, vocab = 0;
   const void* h = nullptr;  int64_t h_stride = 0;  // bf16
@@ -23,9 +25,19 @@ struct LmHeadArgs {
   const HeadRowSampling* sampling = nullptr;        // device array [rows], or null (greedy)
   float* out = nullptr;     int64_t out_stride = 0; // fp32 [rows, kHeadStatCount]
   void* scratch = nullptr;                          // lm_head_scratch_bytes(rows, vocab) bytes
+  // Null: one fused kernel computes the logits tile by tile (mma.sync) and folds them. Set: the
+  // logits of one chunk of the vocabulary at a time (lm_head_chunk_ids ids) come from this
+  // cuBLASLt GEMM into fp32 scratch and are folded from there — the same statistics, computed in
+  // a different order (so the last bits differ from the fused path), much faster for many rows.
+  // A caller must choose the path from something other than `rows` when it splits rows into
+  // calls, or the calls would differ in the last bits from one whole call.
+  Gemm* gemm = nullptr;
 };
 
+// Scratch for either path: the per-(row, vocabulary split) partial results and one vocabulary
+// chunk of fp32 logits per row.
 uint64_t lm_head_scratch_bytes(int64_t rows, int64_t vocab);
+int64_t lm_head_chunk_ids(int64_t vocab);
 void lm_head_sample(const LmHeadArgs& args, cudaStream_t stream);
 
 }  // namespace mosaic::cuda

@@ -1,5 +1,6 @@
 // cuda::lm_head_sample against the CPU fused head on the same bf16 values, ties, and the
-// bit-exactness of row chunking. Skipped without a device.
+// bit-exactness of row chunking, for both paths: the fused kernel and the logits through
+// cuBLASLt chunk by chunk. Skipped without a device.
 //
 // The GPU's logits are the CPU's up to fp32 summation order, so a token id may differ where the
 // two best candidates are within rounding of each other. Such a difference is accepted when the
@@ -18,6 +19,7 @@
 #include "backend/cpu/lm_head.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/device.h"
+#include "backend/cuda/gemm.h"
 #include "core/half.h"
 #include "core/philox.h"
 
@@ -37,12 +39,20 @@ void upload(DeviceBuffer& buffer, const T* host, size_t count) {
   MOSAIC_CUDA_CHECK(cudaMemcpy(buffer.data, host, count * sizeof(T), cudaMemcpyHostToDevice));
 }
 
-class CudaLmHead : public ::testing::Test {
+// The parameter: the logits through cuBLASLt (true) or the fused kernel (false).
+class CudaLmHead : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
     if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
   }
 };
+
+// The GEMM a call on the cuBLASLt path uses (one per test process, as the executor has one).
+Gemm* gemm_for(bool through_gemm) {
+  if (!through_gemm) return nullptr;
+  static Gemm gemm;
+  return &gemm;
+}
 
 constexpr int64_t kStats = kHeadStatCount;
 
@@ -66,6 +76,8 @@ struct Problem {
   const HeadRowSampling* sampling() const { return how.empty() ? nullptr : how.data(); }
 
   // Rows [first, first + count) in one call; out is poisoned with NaN first.
+  bool through_gemm = false;
+
   std::vector<float> run_gpu(int64_t first, int64_t count, int64_t out_stride = kStats) const {
     DeviceBuffer device_h(count * h_stride * 2), device_w(w.size() * 2),
         device_how(std::max<size_t>(how.size(), 1) * sizeof(HeadRowSampling)),
@@ -83,6 +95,7 @@ struct Problem {
     args.sampling = how.empty() ? nullptr : static_cast<const HeadRowSampling*>(device_how.data);
     args.out = static_cast<float*>(device_out.data), args.out_stride = out_stride;
     args.scratch = scratch.data;
+    args.gemm = gemm_for(through_gemm);
     lm_head_sample(args, nullptr);
     MOSAIC_CUDA_CHECK(cudaGetLastError());
     MOSAIC_CUDA_CHECK(cudaDeviceSynchronize());
@@ -173,14 +186,15 @@ void expect_close(const Problem& p, const std::vector<float>& gpu, const std::ve
   EXPECT_LE(ties.chosen + ties.argmax + ties.second, std::max<int64_t>(2, p.rows / 50));
 }
 
-TEST_F(CudaLmHead, GreedyMatchesCpu) {
+TEST_P(CudaLmHead, GreedyMatchesCpu) {
   struct Shape {
     int64_t rows, hidden;
   };
   // Row counts that pick each row tile (32, 64, 128) and leave ragged tiles; hidden sizes that
   // are and are not multiples of the 32-wide pipeline chunk; a ragged last vocabulary tile.
   for (Shape shape : {Shape{1, 64}, Shape{17, 136}, Shape{64, 512}, Shape{131, 200}, Shape{300, 64}}) {
-    const Problem p(shape.rows, shape.hidden, 5000, static_cast<uint32_t>(shape.rows + shape.hidden));
+    Problem p(shape.rows, shape.hidden, 5000, static_cast<uint32_t>(shape.rows + shape.hidden));
+    p.through_gemm = GetParam();
     expect_close(p, p.run_gpu(), p.run_cpu());
   }
 }
@@ -209,24 +223,27 @@ void fill_sampling(Problem& p, uint32_t salt) {
   }
 }
 
-TEST_F(CudaLmHead, GumbelTemperatureScaleAndBans) {
+TEST_P(CudaLmHead, GumbelTemperatureScaleAndBans) {
   Problem p(90, 96, 5000, 9);
+  p.through_gemm = GetParam();
   fill_sampling(p, 0);
   expect_close(p, p.run_gpu(), p.run_cpu());
 }
 
 // 126464 ids (LLaDA's vocabulary): 988 tiles in 247 splits of 4 tiles.
-TEST_F(CudaLmHead, LargeVocabularyManySplits) {
+TEST_P(CudaLmHead, LargeVocabularyManySplits) {
   Problem p(40, 128, 126464, 5);
+  p.through_gemm = GetParam();
   fill_sampling(p, 7);
   expect_close(p, p.run_gpu(), p.run_cpu());
 }
 
 // Equal logits in one quad, across warp columns, tiles and splits: the lowest id wins the choice
 // and the argmax, the next one is the runner-up.
-TEST_F(CudaLmHead, TiesGoToTheLowestId) {
+TEST_P(CudaLmHead, TiesGoToTheLowestId) {
   const int64_t hidden = 64, vocab = 126464;
   Problem p(3, hidden, vocab, 1);
+  p.through_gemm = GetParam();
   std::fill(p.h.begin(), p.h.end(), uint16_t{0});
   std::fill(p.w.begin(), p.w.end(), uint16_t{0});
   for (int64_t r = 0; r < p.rows; ++r) p.h[r * p.h_stride] = f32_to_bf16(1.0f);
@@ -264,8 +281,9 @@ TEST_F(CudaLmHead, TiesGoToTheLowestId) {
 
 // A call on rows [a, b) writes the bits of the whole call: row tiles of 32, 64 and 128 rows, and
 // rows at every place in a tile, compute the same arithmetic.
-TEST_F(CudaLmHead, RowChunkingIsBitExact) {
+TEST_P(CudaLmHead, RowChunkingIsBitExact) {
   Problem p(300, 136, 5000, 13);
+  p.through_gemm = GetParam();
   fill_sampling(p, 3);
   const std::vector<float> whole = p.run_gpu();
   std::vector<float> parts;
@@ -281,8 +299,9 @@ TEST_F(CudaLmHead, RowChunkingIsBitExact) {
 }
 
 // The stride gap of the output is not written.
-TEST_F(CudaLmHead, OutputStrideGapUntouched) {
-  const Problem p(5, 64, 1000, 2);
+TEST_P(CudaLmHead, OutputStrideGapUntouched) {
+  Problem p(5, 64, 1000, 2);
+  p.through_gemm = GetParam();
   const int64_t stride = kStats + 3;
   const std::vector<float> out = p.run_gpu(0, p.rows, stride);
   for (int64_t r = 0; r < p.rows; ++r) {
@@ -291,6 +310,9 @@ TEST_F(CudaLmHead, OutputStrideGapUntouched) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Paths, CudaLmHead, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "cublaslt" : "fused"; });
 
 }  // namespace
 }  // namespace mosaic::cuda
