@@ -56,56 +56,41 @@ struct Case {
   int q_heads, kv_heads, head_dim;
 };
 
+// Milliseconds per call of `launch` (one untimed warm-up call first).
+template <typename Launch>
+float time_ms(Launch launch, int repeats) {
+  launch();
+  cudaEvent_t start, stop;
+  MOSAIC_CUDA_CHECK(cudaEventCreate(&start));
+  MOSAIC_CUDA_CHECK(cudaEventCreate(&stop));
+  MOSAIC_CUDA_CHECK(cudaEventRecord(start));
+  for (int i = 0; i < repeats; ++i) launch();
+  MOSAIC_CUDA_CHECK(cudaEventRecord(stop));
+  MOSAIC_CUDA_CHECK(cudaEventSynchronize(stop));
+  float ms = 0;
+  MOSAIC_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+  MOSAIC_CUDA_CHECK(cudaEventDestroy(start));
+  MOSAIC_CUDA_CHECK(cudaEventDestroy(stop));
+  return ms / repeats;
+}
+
+// The portable kernel at one register budget.
 template <int kHeadDim, int kMinBlocks>
 float time_kernel(const AttentionArgs& args, int repeats) {
   const KernelArgs kernel_args = kernel_args_of(args);
-  launch<kHeadDim, kMinBlocks>(args, kernel_args, nullptr);  // warm-up
-  cudaEvent_t start, stop;
-  MOSAIC_CUDA_CHECK(cudaEventCreate(&start));
-  MOSAIC_CUDA_CHECK(cudaEventCreate(&stop));
-  MOSAIC_CUDA_CHECK(cudaEventRecord(start));
-  for (int i = 0; i < repeats; ++i) launch<kHeadDim, kMinBlocks>(args, kernel_args, nullptr);
-  MOSAIC_CUDA_CHECK(cudaEventRecord(stop));
-  MOSAIC_CUDA_CHECK(cudaEventSynchronize(stop));
-  float ms = 0;
-  MOSAIC_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-  MOSAIC_CUDA_CHECK(cudaEventDestroy(start));
-  MOSAIC_CUDA_CHECK(cudaEventDestroy(stop));
-  return ms / repeats;
+  return time_ms([&] { launch<kHeadDim, kMinBlocks>(args, kernel_args, nullptr); }, repeats);
 }
 
+// Whatever attention() runs for `kernel`.
 float time_dispatch(AttentionArgs args, AttentionKernel kernel, int repeats) {
   args.kernel = kernel;
-  attention(args, nullptr);  // warm-up
-  cudaEvent_t start, stop;
-  MOSAIC_CUDA_CHECK(cudaEventCreate(&start));
-  MOSAIC_CUDA_CHECK(cudaEventCreate(&stop));
-  MOSAIC_CUDA_CHECK(cudaEventRecord(start));
-  for (int i = 0; i < repeats; ++i) attention(args, nullptr);
-  MOSAIC_CUDA_CHECK(cudaEventRecord(stop));
-  MOSAIC_CUDA_CHECK(cudaEventSynchronize(stop));
-  float ms = 0;
-  MOSAIC_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-  MOSAIC_CUDA_CHECK(cudaEventDestroy(start));
-  MOSAIC_CUDA_CHECK(cudaEventDestroy(stop));
-  return ms / repeats;
+  return time_ms([&] { attention(args, nullptr); }, repeats);
 }
 
+// A variant of the Hopper kernel in which all threads load and compute.
 template <int kGroups, bool kOverlap>
 float time_hopper(const AttentionArgs& args, int repeats) {
-  hopper::launch<kGroups, kOverlap>(args, nullptr);  // warm-up
-  cudaEvent_t start, stop;
-  MOSAIC_CUDA_CHECK(cudaEventCreate(&start));
-  MOSAIC_CUDA_CHECK(cudaEventCreate(&stop));
-  MOSAIC_CUDA_CHECK(cudaEventRecord(start));
-  for (int i = 0; i < repeats; ++i) hopper::launch<kGroups, kOverlap>(args, nullptr);
-  MOSAIC_CUDA_CHECK(cudaEventRecord(stop));
-  MOSAIC_CUDA_CHECK(cudaEventSynchronize(stop));
-  float ms = 0;
-  MOSAIC_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-  MOSAIC_CUDA_CHECK(cudaEventDestroy(start));
-  MOSAIC_CUDA_CHECK(cudaEventDestroy(stop));
-  return ms / repeats;
+  return time_ms([&] { hopper::launch<kGroups, kOverlap>(args, nullptr); }, repeats);
 }
 
 // Runs one case: optional check of each kernel against the reference, then timings.

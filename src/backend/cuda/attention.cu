@@ -26,9 +26,11 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "backend/cuda/attention_kernel_args.cuh"
 #include "backend/cuda/attention_sm90.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/ptx.cuh"
+#include "backend/cuda/shared_memory_limit.h"
 
 namespace mosaic::cuda {
 namespace {
@@ -40,20 +42,6 @@ constexpr int kBlockN = 64;   // keys per tile
 constexpr int kWarps = kBlockM / 16;
 constexpr int kThreads = kWarps * 32;
 constexpr int64_t kMaxGridZ = 65535;
-
-// ---- small helpers (the PTX wrappers are in ptx.cuh) ----------------------------------------
-
-__device__ __forceinline__ int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-
-// Two floats rounded to bf16 (round to nearest even), packed low = first.
-__device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
-  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<const uint32_t*>(&v);
-}
-__device__ __forceinline__ float bf16_low(uint32_t packed) { return __uint_as_float(packed << 16); }
-__device__ __forceinline__ float bf16_high(uint32_t packed) {
-  return __uint_as_float(packed & 0xffff0000u);
-}
 
 // ---- shared-memory tiles -------------------------------------------------------------------
 // A tile is [rows][kHeadDim] bf16; each row is kHeadDim / 8 chunks of 16 bytes, and chunk c of
@@ -78,31 +66,7 @@ __device__ __forceinline__ void load_tile(uint32_t tile, const __nv_bfloat16* ba
   }
 }
 
-struct KernelArgs {
-  const __nv_bfloat16* q;
-  const __nv_bfloat16* k;
-  const __nv_bfloat16* v;
-  __nv_bfloat16* out;
-  int64_t q_stride, k_stride, v_stride, out_stride;
-  int group;          // q heads per kv head
-  float scale_log2;   // scale * log2(e): scores are taken to base 2 in one multiply
-  const AttentionSegment* segments;
-};
-
-// The kernel's view of validated AttentionArgs (scores taken to base 2 in one multiply).
-KernelArgs kernel_args_of(const AttentionArgs& args) {
-  KernelArgs kernel_args;
-  kernel_args.q = static_cast<const __nv_bfloat16*>(args.q);
-  kernel_args.k = static_cast<const __nv_bfloat16*>(args.k);
-  kernel_args.v = static_cast<const __nv_bfloat16*>(args.v);
-  kernel_args.out = static_cast<__nv_bfloat16*>(args.out);
-  kernel_args.q_stride = args.q_stride, kernel_args.k_stride = args.k_stride;
-  kernel_args.v_stride = args.v_stride, kernel_args.out_stride = args.out_stride;
-  kernel_args.group = static_cast<int>(args.q_heads / args.kv_heads);
-  kernel_args.scale_log2 = args.scale * 1.4426950408889634f;
-  kernel_args.segments = args.segments;
-  return kernel_args;
-}
+using KernelArgs = AttentionKernelArgs;
 
 // kMinBlocks: CTAs per SM the register allocation must allow (dev/cuda/attention_bench.cu
 // measures the choice).
@@ -308,17 +272,6 @@ constexpr int shared_bytes() {
 [[noreturn]] void invalid_arguments(const char* what) {
   std::fprintf(stderr, "mosaic: internal error: cuda::attention: %s\n", what);
   std::abort();
-}
-
-// Raises a kernel's dynamic shared-memory limit once per device (the attribute is per device).
-// `configured` holds one bit per device ordinal.
-void raise_shared_limit(const void* kernel, int bytes, std::atomic<uint64_t>& configured) {
-  int device = 0;
-  MOSAIC_CUDA_CHECK(cudaGetDevice(&device));
-  const uint64_t bit = uint64_t{1} << (device & 63);
-  if (configured.load(std::memory_order_acquire) & bit) return;
-  MOSAIC_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-  configured.fetch_or(bit, std::memory_order_release);
 }
 
 bool aligned_16(const void* pointer) { return reinterpret_cast<uintptr_t>(pointer) % 16 == 0; }

@@ -28,8 +28,10 @@
 #include <atomic>
 #include <cstdint>
 
+#include "backend/cuda/attention_kernel_args.cuh"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/ptx.cuh"
+#include "backend/cuda/shared_memory_limit.h"
 
 namespace mosaic::cuda {
 namespace hopper {  // a namespace of its own: dev/cuda/attention_bench.cu includes this file
@@ -54,17 +56,6 @@ struct Tiling {
 
 // Device code exists only in the sm_90a pass; the host pass sees the launch stub.
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-__device__ __forceinline__ int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-
-__device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
-  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<const uint32_t*>(&v);
-}
-__device__ __forceinline__ float bf16_low(uint32_t packed) { return __uint_as_float(packed << 16); }
-__device__ __forceinline__ float bf16_high(uint32_t packed) {
-  return __uint_as_float(packed & 0xffff0000u);
-}
-
 // Byte offset of 16-byte chunk `chunk` (0 .. kHeadDim / 8 - 1) of row `row` in a swizzled tile of
 // kRows rows.
 template <int kRows>
@@ -137,26 +128,32 @@ __device__ __forceinline__ void fence_proxy_async() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 
+// The accumulator operands of an m64n128 wgmma: the 64 registers in the instruction's text
+// (inline-asm operands %0..%63) and as read-write outputs.
+#define MOSAIC_WGMMA_D64                                                                     \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, " \
+  "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, "   \
+  "%38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, "   \
+  "%56, %57, %58, %59, %60, %61, %62, %63}"
+#define MOSAIC_WGMMA_ACCUMULATORS(d)                                                                   \
+  "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),     \
+      "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),        \
+      "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]),      \
+      "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]),      \
+      "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),      \
+      "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),      \
+      "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]),      \
+      "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),      \
+      "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+
 // D [64 x 128] (+)= A [64 x 16] B [16 x 128]; A and B in shared memory, both K-major.
 __device__ __forceinline__ void wgmma_m64n128k16_ss(float (&d)[64], uint64_t a, uint64_t b,
                                                     int accumulate) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, "
-      "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, "
-      "%38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, "
-      "%56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
-        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
-        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
-        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
-        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
-        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
-        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
-        "+f"(d[63])
+      MOSAIC_WGMMA_D64 ", %64, %65, p, 1, 1, 0, 0;\n}\n"
+      : MOSAIC_WGMMA_ACCUMULATORS(d)
       : "l"(a), "l"(b), "r"(accumulate));
 }
 
@@ -166,22 +163,11 @@ __device__ __forceinline__ void wgmma_m64n128k16_rs_transposed_b(float (&d)[64],
                                                                  uint64_t b) {
   asm volatile(
       "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, "
-      "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, "
-      "%38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, "
-      "%56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, 1, 1, 1, 1;\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
-        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
-        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
-        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
-        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
-        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
-        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
-        "+f"(d[63])
+      MOSAIC_WGMMA_D64 ", {%64, %65, %66, %67}, %68, 1, 1, 1, 1;\n"
+      : MOSAIC_WGMMA_ACCUMULATORS(d)
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
 }
+
 // mbarriers (shared memory, 8 bytes) and named barriers for the warp-specialised kernel.
 __device__ __forceinline__ void mbarrier_init(uint32_t bar, uint32_t count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
@@ -216,16 +202,7 @@ __device__ __forceinline__ void claim_registers() {
 }
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 
-struct KernelArgs {
-  const __nv_bfloat16* q;
-  const __nv_bfloat16* k;
-  const __nv_bfloat16* v;
-  __nv_bfloat16* out;
-  int64_t q_stride, k_stride, v_stride, out_stride;
-  int group;          // q heads per kv head
-  float scale_log2;   // scale * log2(e)
-  const AttentionSegment* segments;
-};
+using KernelArgs = AttentionKernelArgs;
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 constexpr int kNTiles = 16;  // n8 tiles of S (kBlockN / 8) and of O (kHeadDim / 8)
@@ -660,34 +637,14 @@ __global__ void __launch_bounds__(kWsThreads, 1)
 #endif
 }
 
-KernelArgs kernel_args_of(const AttentionArgs& args) {
-  KernelArgs kernel_args;
-  kernel_args.q = static_cast<const __nv_bfloat16*>(args.q);
-  kernel_args.k = static_cast<const __nv_bfloat16*>(args.k);
-  kernel_args.v = static_cast<const __nv_bfloat16*>(args.v);
-  kernel_args.out = static_cast<__nv_bfloat16*>(args.out);
-  kernel_args.q_stride = args.q_stride, kernel_args.k_stride = args.k_stride;
-  kernel_args.v_stride = args.v_stride, kernel_args.out_stride = args.out_stride;
-  kernel_args.group = static_cast<int>(args.q_heads / args.kv_heads);
-  kernel_args.scale_log2 = args.scale * 1.4426950408889634f;
-  kernel_args.segments = args.segments;
-  return kernel_args;
-}
-
 template <int kGroups, bool kOverlap>
 void launch(const AttentionArgs& args, cudaStream_t stream) {
   const KernelArgs kernel_args = kernel_args_of(args);
 
   using T = Tiling<kGroups>;
-  static std::atomic<uint64_t> configured{0};  // one bit per device ordinal
-  int device = 0;
-  MOSAIC_CUDA_CHECK(cudaGetDevice(&device));
-  const uint64_t bit = uint64_t{1} << (device & 63);
-  if (!(configured.load(std::memory_order_acquire) & bit)) {
-    MOSAIC_CUDA_CHECK(cudaFuncSetAttribute(flash_attention_wgmma_kernel<kGroups, kOverlap>,
-                                           cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSharedBytes));
-    configured.fetch_or(bit, std::memory_order_release);
-  }
+  static std::atomic<uint64_t> configured{0};
+  raise_shared_limit(reinterpret_cast<const void*>(flash_attention_wgmma_kernel<kGroups, kOverlap>),
+                     T::kSharedBytes, configured);
   const int64_t q_tiles = (args.max_q_rows + T::kBlockM - 1) / T::kBlockM;
   for (int64_t first = 0; first < args.segment_count; first += kMaxGridZ) {
     const dim3 grid(static_cast<unsigned>(q_tiles), static_cast<unsigned>(args.q_heads),
@@ -700,15 +657,8 @@ void launch(const AttentionArgs& args, cudaStream_t stream) {
 
 void launch_warp_specialised(const AttentionArgs& args, cudaStream_t stream) {
   const KernelArgs kernel_args = kernel_args_of(args);
-  static std::atomic<uint64_t> configured{0};  // one bit per device ordinal
-  int device = 0;
-  MOSAIC_CUDA_CHECK(cudaGetDevice(&device));
-  const uint64_t bit = uint64_t{1} << (device & 63);
-  if (!(configured.load(std::memory_order_acquire) & bit)) {
-    MOSAIC_CUDA_CHECK(cudaFuncSetAttribute(flash_attention_ws_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           kWsSharedBytes));
-    configured.fetch_or(bit, std::memory_order_release);
-  }
+  static std::atomic<uint64_t> configured{0};
+  raise_shared_limit(reinterpret_cast<const void*>(flash_attention_ws_kernel), kWsSharedBytes, configured);
   const int64_t q_tiles = (args.max_q_rows + kWsBlockM - 1) / kWsBlockM;
   for (int64_t first = 0; first < args.segment_count; first += kMaxGridZ) {
     const dim3 grid(static_cast<unsigned>(q_tiles), static_cast<unsigned>(args.q_heads),

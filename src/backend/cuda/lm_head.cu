@@ -32,6 +32,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/gemm.h"
 #include "backend/cuda/ptx.cuh"
+#include "backend/cuda/shared_memory_limit.h"
 #include "core/philox.h"
 
 namespace mosaic::cuda {
@@ -477,17 +478,6 @@ SplitLayout split_layout(int64_t vocab) {
 [[noreturn]] void invalid_arguments(const char* what) {
   std::fprintf(stderr, "mosaic: internal error: cuda::lm_head_sample: %s\n", what);
   std::abort();
-}
-
-// Raises a kernel's dynamic shared-memory limit once per device (the attribute is per device).
-// `configured` holds one bit per device ordinal.
-void raise_shared_limit(const void* kernel, int bytes, std::atomic<uint64_t>& configured) {
-  int device = 0;
-  MOSAIC_CUDA_CHECK(cudaGetDevice(&device));
-  const uint64_t bit = uint64_t{1} << (device & 63);
-  if (configured.load(std::memory_order_acquire) & bit) return;
-  MOSAIC_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-  configured.fetch_or(bit, std::memory_order_release);
 }
 
 template <int kMTiles>

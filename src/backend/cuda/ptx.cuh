@@ -1,7 +1,10 @@
 // Inline PTX for sm_80+ tensor-core kernels (all valid on sm_90): cp.async copies into shared
-// memory, ldmatrix, the bf16 m16n8k16 MMA and the fast base-2 exponential. Shared by the flash
-// attention and fused LM-head kernels; include only from .cu files.
+// memory, ldmatrix, the bf16 m16n8k16 MMA and the fast base-2 exponential; and the bf16 packing
+// the attention kernels share. Used by the flash attention and fused LM-head kernels; include
+// only from .cu files.
 #pragma once
+
+#include <cuda_bf16.h>
 
 #include <cstdint>
 
@@ -42,6 +45,16 @@ __device__ __forceinline__ void mma_bf16_16816(float (&d)[4], const uint32_t (&a
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
+
+__device__ __forceinline__ int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+// Two floats rounded to bf16 (round to nearest even), packed low = first; and back.
+__device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&v);
+}
+__device__ __forceinline__ float bf16_low(uint32_t packed) { return __uint_as_float(packed << 16); }
+__device__ __forceinline__ float bf16_high(uint32_t packed) { return __uint_as_float(packed & 0xffff0000u); }
 
 __device__ __forceinline__ float exp2_approx(float x) {
   float y;
