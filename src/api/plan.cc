@@ -187,11 +187,18 @@ PlanReport plan_step(const PlanRequest& request) {
   instantiate_step_graph(s.config, shape, {}, s.options);  // shape errors before budget errors
   ChunkSearchResult result = search(s, shape, *request.budget);
   const double search_ms = ms_since(start);
-  if (!result.fits)
+  const uint64_t total_floor = s.weight_bytes + s.workspace + result.floor;
+  if (!result.fits && total_floor > *request.budget)
     fail("at L = {} tokens the step needs at least {} ({} weights + {} workspace + {} activations "
          "with every op chunked as far as it goes); the budget is {}",
-         shape.tokens(), gib(s.weight_bytes + s.workspace + result.floor), gib(s.weight_bytes),
-         gib(s.workspace), gib(result.floor), gib(*request.budget));
+         shape.tokens(), gib(total_floor), gib(s.weight_bytes), gib(s.workspace), gib(result.floor),
+         gib(*request.budget));
+  if (!result.fits)  // the floor fits, the placement does not
+    fail("at L = {} tokens the step does not fit the budget of {}: chunked as far as it goes its "
+         "live bytes peak at {} ({} weights + {} workspace + {} activations), but no chunking found "
+         "packs its tensors into the pages the budget leaves",
+         shape.tokens(), gib(*request.budget), gib(total_floor), gib(s.weight_bytes), gib(s.workspace),
+         gib(result.floor));
   PlanReport report = report_for(request, s, *result.planned, search_ms);
   report.sequences = static_cast<int64_t>(shape.lengths.size());
   report.chunk_probes = result.probes;

@@ -20,10 +20,16 @@ ChunkConfig StepChunker::chunks_for(const StepShape& shape, const GraphOptions& 
   request.activation_budget = *budget_;
   request.granule = granule_;
   const ChunkSearchResult result = search_chunks(config_, request);
-  if (!result.fits)
+  if (!result.fits && result.floor > *budget_)
     fail("a step of {} tokens and {} candidate rows needs at least {} of activations; the budget "
          "leaves {}",
          shape.tokens(), shape.total_candidates(), format_bytes(result.floor), format_bytes(*budget_));
+  if (!result.fits)  // the floor fits, the placement does not: say so, not "needs at least"
+    fail("a step of {} tokens and {} candidate rows does not fit the {} of activations the budget "
+         "leaves: chunked as far as it goes its live bytes peak at {}, but no chunking found packs "
+         "its tensors into that many {} pages",
+         shape.tokens(), shape.total_candidates(), format_bytes(*budget_), format_bytes(result.floor),
+         format_bytes(granule_));
   return cache_.emplace(key, result.chunks).first->second;
 }
 
