@@ -3,13 +3,12 @@
 #include "mosaic/batch_session.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <map>
 
-#include "mosaic/test_model.h"
+#include "testing/tiny_model_folder.h"
 
 namespace mosaic {
 namespace {
@@ -19,13 +18,7 @@ namespace fs = std::filesystem;
 class BatchSessionTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir() = fs::temp_directory_path() / ("mosaic_batch_session_test_" + std::to_string(::getpid()));
-    TestModelRequest request;
-    request.family = "llada";
-    request.layers = 1, request.hidden = 64, request.heads = 2, request.ffn = 96, request.vocab = 300;
-    request.seed = 7;
-    request.out = dir();
-    make_test_model(request);
+    dir() = testing_support::write_tiny_llada("mosaic_batch_session_test", 7);
   }
   static void TearDownTestSuite() { fs::remove_all(dir()); }
   static fs::path& dir() {

@@ -4,12 +4,11 @@
 #include "serve/scheduler.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <functional>
 
-#include "mosaic/test_model.h"
+#include "testing/tiny_model_folder.h"
 
 namespace mosaic::serve {
 namespace {
@@ -19,13 +18,7 @@ namespace fs = std::filesystem;
 class SchedulerTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir() = fs::temp_directory_path() / ("mosaic_scheduler_test_" + std::to_string(::getpid()));
-    TestModelRequest request;
-    request.family = "llada";
-    request.layers = 1, request.hidden = 64, request.heads = 2, request.ffn = 96, request.vocab = 300;
-    request.seed = 3;
-    request.out = dir();
-    make_test_model(request);
+    dir() = testing_support::write_tiny_llada("mosaic_scheduler_test", 3);
   }
   static void TearDownTestSuite() { fs::remove_all(dir()); }
   static fs::path& dir() {
