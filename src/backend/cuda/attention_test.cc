@@ -16,6 +16,7 @@
 #include "backend/cuda/attention_sm90.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/device.h"
+#include "backend/cuda/test_device_buffer.h"
 #include "core/half.h"
 
 namespace mosaic::cuda {
@@ -23,25 +24,8 @@ namespace {
 
 constexpr uint16_t kPoison = 0xffff;  // a bf16 NaN
 
-struct DeviceBuffer {
-  void* data = nullptr;
-  DeviceBuffer() = default;
-  explicit DeviceBuffer(size_t bytes) { MOSAIC_CUDA_CHECK(cudaMalloc(&data, std::max<size_t>(bytes, 1))); }
-  ~DeviceBuffer() { cudaFree(data); }
-  bool try_allocate(size_t bytes) {  // false (error cleared) when the device lacks the memory
-    if (cudaMalloc(&data, bytes) == cudaSuccess) return true;
-    (void)cudaGetLastError();
-    data = nullptr;
-    return false;
-  }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-};
-
-template <typename T>
-void upload(DeviceBuffer& buffer, const std::vector<T>& host) {
-  MOSAIC_CUDA_CHECK(cudaMemcpy(buffer.data, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
-}
+using testing_support::DeviceBuffer;
+using testing_support::upload;
 
 class CudaAttention : public ::testing::TestWithParam<AttentionKernel> {
  protected:

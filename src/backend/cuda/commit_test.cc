@@ -18,29 +18,14 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/device.h"
+#include "backend/cuda/test_device_buffer.h"
 
 namespace mosaic::cuda {
 namespace {
 
-struct DeviceBuffer {
-  void* data = nullptr;
-  explicit DeviceBuffer(size_t bytes) { MOSAIC_CUDA_CHECK(cudaMalloc(&data, std::max<size_t>(bytes, 1))); }
-  ~DeviceBuffer() { cudaFree(data); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-};
-
-template <typename T>
-void upload(DeviceBuffer& buffer, const std::vector<T>& host) {
-  MOSAIC_CUDA_CHECK(cudaMemcpy(buffer.data, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
-}
-
-template <typename T>
-std::vector<T> download(const DeviceBuffer& buffer, size_t count) {
-  std::vector<T> host(count);
-  MOSAIC_CUDA_CHECK(cudaMemcpy(host.data(), buffer.data, count * sizeof(T), cudaMemcpyDeviceToHost));
-  return host;
-}
+using testing_support::DeviceBuffer;
+using testing_support::download;
+using testing_support::upload;
 
 class CudaCommit : public ::testing::Test {
  protected:

@@ -19,6 +19,7 @@
 #include "backend/cpu/lm_head.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/device.h"
+#include "backend/cuda/test_device_buffer.h"
 #include "backend/cuda/gemm.h"
 #include "core/half.h"
 #include "core/philox.h"
@@ -26,18 +27,8 @@
 namespace mosaic::cuda {
 namespace {
 
-struct DeviceBuffer {
-  void* data = nullptr;
-  explicit DeviceBuffer(size_t bytes) { MOSAIC_CUDA_CHECK(cudaMalloc(&data, std::max<size_t>(bytes, 1))); }
-  ~DeviceBuffer() { cudaFree(data); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-};
-
-template <typename T>
-void upload(DeviceBuffer& buffer, const T* host, size_t count) {
-  MOSAIC_CUDA_CHECK(cudaMemcpy(buffer.data, host, count * sizeof(T), cudaMemcpyHostToDevice));
-}
+using testing_support::DeviceBuffer;
+using testing_support::upload;
 
 // The parameter: the logits through cuBLASLt (true) or the fused kernel (false).
 class CudaLmHead : public ::testing::TestWithParam<bool> {
