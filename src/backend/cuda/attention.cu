@@ -26,6 +26,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "backend/cuda/attention_epilogue.cuh"
 #include "backend/cuda/attention_kernel_args.cuh"
 #include "backend/cuda/attention_sm90.h"
 #include "backend/cuda/cuda_check.h"
@@ -229,14 +230,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
 
   // O / l, rounded to bf16, staged through this warp's own 16 rows of the Q tile (only this warp
   // ever read them), then stored 16 bytes per lane.
-  float inv_sum[2];
-#pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    float total = row_sum[half];
-    total = __fadd_rn(total, __shfl_xor_sync(0xffffffffu, total, 1));
-    total = __fadd_rn(total, __shfl_xor_sync(0xffffffffu, total, 2));
-    inv_sum[half] = total > 0.0f ? __frcp_rn(total) : 0.0f;  // no keys: zeros, not NaN
-  }
+  const float inv_sum[2] = {quad_row_inverse(row_sum[0]), quad_row_inverse(row_sum[1])};
   __syncwarp();
 #pragma unroll
   for (int n = 0; n < kONTiles; ++n) {
@@ -250,18 +244,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     }
   }
   __syncwarp();
-  constexpr int kChunks = kHeadDim / 8;
-  __nv_bfloat16* out_base =
-      args.out + (segment.q_begin + q_row0) * args.out_stride + int64_t{head} * kHeadDim;
-  for (int i = lane; i < 16 * kChunks; i += 32) {
-    const int row = warp * 16 + i / kChunks, chunk = i % kChunks;
-    if (row >= q_valid) break;  // i grows with row
-    uint4 value;
-    asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(value.x), "=r"(value.y), "=r"(value.z), "=r"(value.w)
-                 : "r"(q_tile + tile_offset<kHeadDim>(row, chunk)));
-    *reinterpret_cast<uint4*>(out_base + row * args.out_stride + chunk * 8) = value;
-  }
+  store_staged_rows<kHeadDim>(
+      q_tile, [](int row, int chunk) { return tile_offset<kHeadDim>(row, chunk); }, warp * 16, q_valid,
+      args.out + (segment.q_begin + q_row0) * args.out_stride + int64_t{head} * kHeadDim, args.out_stride);
 }
 
 template <int kHeadDim>

@@ -28,6 +28,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "backend/cuda/attention_epilogue.cuh"
 #include "backend/cuda/attention_kernel_args.cuh"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/ptx.cuh"
@@ -310,15 +311,8 @@ struct RowBlock {
   template <int kQRows>
   __device__ __forceinline__ void store(uint32_t q_tile, int warp_row0, int q_valid, __nv_bfloat16* out,
                                         int64_t out_stride) {
-    const int lane = threadIdx.x % 32, quad_row = lane / 4;
-    float inv_sum[2];
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      float total = row_sum[half];
-      total = __fadd_rn(total, __shfl_xor_sync(0xffffffffu, total, 1));
-      total = __fadd_rn(total, __shfl_xor_sync(0xffffffffu, total, 2));
-      inv_sum[half] = total > 0.0f ? __frcp_rn(total) : 0.0f;  // no keys: zeros, not NaN
-    }
+    const int quad_row = threadIdx.x % 32 / 4;
+    const float inv_sum[2] = {quad_row_inverse(row_sum[0]), quad_row_inverse(row_sum[1])};
     __syncwarp();
 #pragma unroll
     for (int j = 0; j < kNTiles; ++j) {
@@ -332,16 +326,9 @@ struct RowBlock {
       }
     }
     __syncwarp();
-    constexpr int kChunks = kHeadDim / 8;
-    for (int i = lane; i < 16 * kChunks; i += 32) {
-      const int row = warp_row0 + i / kChunks, chunk = i % kChunks;
-      if (row >= q_valid) break;  // i grows with row
-      uint4 value;
-      asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
-                   : "=r"(value.x), "=r"(value.y), "=r"(value.z), "=r"(value.w)
-                   : "r"(q_tile + swizzled_offset<kQRows>(row, chunk)));
-      *reinterpret_cast<uint4*>(out + row * out_stride + chunk * 8) = value;
-    }
+    store_staged_rows<kHeadDim>(
+        q_tile, [](int row, int chunk) { return swizzled_offset<kQRows>(row, chunk); }, warp_row0, q_valid, out,
+        out_stride);
   }
 };
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL

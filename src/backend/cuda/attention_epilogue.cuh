@@ -1,0 +1,39 @@
+// The end of a flash-attention row block, shared by both attention kernels: the normaliser 1 / l
+// of a row held by a quad, and the copy of a warp's 16 finished rows, staged in shared memory,
+// out to global memory. Include only from .cu files.
+#pragma once
+
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+namespace mosaic::cuda {
+
+// 1 / l for the row whose four shares of l the lanes of a quad hold (added in a fixed butterfly);
+// 0 for a row without keys, so that its output is zeros, not NaN.
+__device__ __forceinline__ float quad_row_inverse(float share) {
+  float total = share;
+  total = __fadd_rn(total, __shfl_xor_sync(0xffffffffu, total, 1));
+  total = __fadd_rn(total, __shfl_xor_sync(0xffffffffu, total, 2));
+  return total > 0.0f ? __frcp_rn(total) : 0.0f;
+}
+
+// A warp's rows row0 .. row0 + 15 of a bf16 tile staged in shared memory (16-byte chunk `chunk`
+// of row r at tile + offset(r, chunk)) to out (row r at out + r * out_stride), 16 bytes per lane;
+// rows at or past q_valid are left out.
+template <int kHeadDim, typename Offset>
+__device__ __forceinline__ void store_staged_rows(uint32_t tile, Offset offset, int row0, int q_valid,
+                                                  __nv_bfloat16* out, int64_t out_stride) {
+  constexpr int kChunks = kHeadDim / 8;
+  for (int i = threadIdx.x % 32; i < 16 * kChunks; i += 32) {
+    const int row = row0 + i / kChunks, chunk = i % kChunks;
+    if (row >= q_valid) break;  // i grows with row
+    uint4 value;
+    asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(value.x), "=r"(value.y), "=r"(value.z), "=r"(value.w)
+                 : "r"(tile + offset(row, chunk)));
+    *reinterpret_cast<uint4*>(out + row * out_stride + chunk * 8) = value;
+  }
+}
+
+}  // namespace mosaic::cuda
