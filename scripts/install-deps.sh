@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages Mosaic builds and tests with, when any is missing.
+# Installs the Debian 12 packages Mosaic builds and tests with, when any is missing; with
+# arguments, those packages instead (tools/train/prepare.sh names its own).
 # Needs root (or sudo) only if something has to be installed.
+#
+#   scripts/install-deps.sh [PACKAGE ...]
 set -euo pipefail
 
 packages=(
@@ -11,6 +14,7 @@ packages=(
   python3-dev pybind11-dev python3-venv python3-pip python3-setuptools python3-wheel
   nodejs npm ca-certificates
 )
+if [ $# -gt 0 ]; then packages=("$@"); fi
 
 missing=()
 for package in "${packages[@]}"; do

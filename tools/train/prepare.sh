@@ -5,24 +5,11 @@
 #   tools/train/data/tokens/     uint16 token ids per split, encoded sample prompts
 # then checks Mosaic's C++ tokenizer against the Python one on the whole corpus, when a
 # mosaic binary exists (MOSAIC=path, default build/src/cli/mosaic).
-# Installs missing Debian packages with apt-get (root or sudo), as scripts/install-deps.sh.
+# Installs missing Debian packages with scripts/install-deps.sh (apt-get, root or sudo).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-packages=(bible-kjv bible-kjv-text python3 python3-numpy python3-regex python3-torch python3-matplotlib)
-missing=()
-for package in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||
-    missing+=("$package")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "prepare: installing ${missing[*]}"
-  sudo=""
-  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
-  export DEBIAN_FRONTEND=noninteractive
-  $sudo apt-get update -qq
-  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+scripts/install-deps.sh bible-kjv bible-kjv-text python3 python3-numpy python3-regex python3-torch python3-matplotlib
 
 DATA=tools/train/data
 /usr/bin/python3 tools/train/prepare_corpus.py --out "$DATA/corpus"
