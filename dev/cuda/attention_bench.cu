@@ -9,11 +9,15 @@
 // It includes the engine's .cu files so that it can launch the kernel templates directly.
 #include "backend/cuda/attention.cu"
 #include "backend/cuda/attention_sm90.cu"
+#include "backend/cuda/tensor_map.cc"
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "core/half.h"
@@ -74,6 +78,13 @@ float time_ms(Launch launch, int repeats) {
   return ms / repeats;
 }
 
+// One variant of the warp-specialised kernel.
+template <bool kSkipUnitRescale, bool kQInRegisters, bool kTmaLoads>
+float time_ws(const AttentionArgs& args, int repeats) {
+  return time_ms([&] { hopper::launch_warp_specialised<kSkipUnitRescale, kQInRegisters, kTmaLoads>(args, nullptr); },
+                 repeats);
+}
+
 // The portable kernel at one register budget.
 template <int kHeadDim, int kMinBlocks>
 float time_kernel(const AttentionArgs& args, int repeats) {
@@ -93,8 +104,33 @@ float time_hopper(const AttentionArgs& args, int repeats) {
   return time_ms([&] { hopper::launch<kGroups, kOverlap>(args, nullptr); }, repeats);
 }
 
-// Runs one case: optional check of each kernel against the reference, then timings.
-void run_case(const Case& c, bool check) {
+// Times the portable kernel at both register budgets and, on Hopper, the engine's kernel and the
+// all-threads-load variants.
+void time_all_kernels(const Case& c, const AttentionArgs& args, double flops, int repeats, bool hopper) {
+  float ms1, ms2;
+  if (c.head_dim == 128) {
+    ms1 = time_kernel<128, 1>(args, repeats), ms2 = time_kernel<128, 2>(args, repeats);
+  } else {
+    ms1 = time_kernel<64, 1>(args, repeats), ms2 = time_kernel<64, 2>(args, repeats);
+  }
+  std::printf("%-28s L=%6lld  portable, 1 CTA/SM: %8.3f ms %6.1f TFLOP/s | 2 CTA/SM: %8.3f ms %6.1f TFLOP/s",
+              c.name, static_cast<long long>(c.length), ms1, flops / ms1 / 1e9, ms2, flops / ms2 / 1e9);
+  if (hopper) {
+    const float ms3 = time_dispatch(args, AttentionKernel::hopper, repeats);
+    std::printf(" | hopper (engine): %8.3f ms %6.1f TFLOP/s", ms3, flops / ms3 / 1e9);
+    const float variants[] = {time_hopper<2, false>(args, repeats), time_hopper<2, true>(args, repeats)};
+    std::printf(" | all-threads-load (v3): serial %6.1f, overlapped %6.1f TFLOP/s", flops / variants[0] / 1e9,
+                flops / variants[1] / 1e9);
+  }
+  std::printf("\n");
+}
+
+enum class Mode { check, time_all, engine_only };
+
+// Runs one case: with Mode::check each kernel against the reference first; then timings of every
+// kernel, or (engine_only, for ncu) of the engine's kernel alone.
+void run_case(const Case& c, Mode mode) {
+  const bool check = mode == Mode::check;
   const int64_t q_size = c.length * c.q_heads * c.head_dim, kv_size = c.length * c.kv_heads * c.head_dim;
   std::vector<uint16_t> host(q_size + 2 * kv_size);
   std::mt19937 rng(1);
@@ -151,22 +187,28 @@ void run_case(const Case& c, bool check) {
 
   const double flops = 4.0 * double(c.length) * double(c.length) * c.head_dim * c.q_heads;
   const int repeats = c.length >= 16384 ? 3 : 10;
-  float ms1, ms2;
-  if (c.head_dim == 128) {
-    ms1 = time_kernel<128, 1>(args, repeats), ms2 = time_kernel<128, 2>(args, repeats);
+  if (mode == Mode::engine_only) {
+    // Back to back (the power-limited clock of a busy GPU, as in a step), then once after a pause.
+    const float ms = time_dispatch(args, AttentionKernel::automatic, repeats);
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    const float once = time_dispatch(args, AttentionKernel::automatic, 1);
+    std::printf("%-28s L=%6lld  engine kernel: sustained %8.3f ms %6.1f TFLOP/s | isolated %8.3f ms %6.1f TFLOP/s",
+                c.name, static_cast<long long>(c.length), ms, flops / ms / 1e9, once, flops / once / 1e9);
+    if (c.head_dim == 128 && hopper_attention_available()) {  // the warp-specialised variants, sustained
+      // Each after a pause, so that every variant starts at the same clock.
+      auto pause = [] { std::this_thread::sleep_for(std::chrono::milliseconds(500)); };
+      float t[4];
+      pause(), t[0] = time_ws<false, false, false>(args, repeats);
+      pause(), t[1] = time_ws<true, true, false>(args, repeats);
+      pause(), t[2] = time_ws<false, false, true>(args, repeats);
+      pause(), t[3] = time_ws<true, true, true>(args, repeats);
+      std::printf(" | ws (skip unit rescale, Q in registers, TMA) 000 %6.1f 110 %6.1f 001 %6.1f 111 %6.1f TFLOP/s",
+                  flops / t[0] / 1e9, flops / t[1] / 1e9, flops / t[2] / 1e9, flops / t[3] / 1e9);
+    }
+    std::printf("\n");
   } else {
-    ms1 = time_kernel<64, 1>(args, repeats), ms2 = time_kernel<64, 2>(args, repeats);
+    time_all_kernels(c, args, flops, repeats, hopper);
   }
-  std::printf("%-28s L=%6lld  portable, 1 CTA/SM: %8.3f ms %6.1f TFLOP/s | 2 CTA/SM: %8.3f ms %6.1f TFLOP/s",
-              c.name, static_cast<long long>(c.length), ms1, flops / ms1 / 1e9, ms2, flops / ms2 / 1e9);
-  if (hopper) {
-    const float ms3 = time_dispatch(args, AttentionKernel::hopper, repeats);
-    std::printf(" | hopper (engine): %8.3f ms %6.1f TFLOP/s", ms3, flops / ms3 / 1e9);
-    const float variants[] = {time_hopper<2, false>(args, repeats), time_hopper<2, true>(args, repeats)};
-    std::printf(" | all-threads-load (v3): serial %6.1f, overlapped %6.1f TFLOP/s", flops / variants[0] / 1e9,
-                flops / variants[1] / 1e9);
-  }
-  std::printf("\n");
   MOSAIC_CUDA_CHECK(cudaFree(q));
   MOSAIC_CUDA_CHECK(cudaFree(out));
   MOSAIC_CUDA_CHECK(cudaFree(segment));
@@ -177,17 +219,28 @@ void run_case(const Case& c, bool check) {
 
 int main(int argc, char** argv) {
   using mosaic::cuda::Case;
-  if (argc > 1 && std::string_view(argv[1]) == "profile") {  // one shape, for ncu
-    mosaic::cuda::run_case({"LLaDA-8B (32/32 x 128)", 16384, 32, 32, 128}, false);
+  using mosaic::cuda::Mode;
+  // One shape, the engine's kernel only, for ncu: profile [L [q_heads kv_heads]] (LLaDA-8B, 16k).
+  if (argc > 1 && std::string_view(argv[1]) == "profile") {
+    const int64_t length = argc > 2 ? std::atoll(argv[2]) : 16384;
+    const int q_heads = argc > 4 ? std::atoi(argv[3]) : 32, kv_heads = argc > 4 ? std::atoi(argv[4]) : 32;
+    mosaic::cuda::run_case({"profile", length, q_heads, kv_heads, 128}, Mode::engine_only);
     return 0;
   }
-  mosaic::cuda::run_case({"check d128 gqa7", 1000, 14, 2, 128}, true);
-  mosaic::cuda::run_case({"check d64", 777, 8, 8, 64}, true);
-  mosaic::cuda::run_case({"check d128 2053 rows", 2053, 4, 4, 128}, true);
-  for (int64_t length : {4096, 16384, 32768}) {
-    mosaic::cuda::run_case({"LLaDA-8B (32/32 x 128)", length, 32, 32, 128}, false);
-    mosaic::cuda::run_case({"Dream-7B (28/4 x 128)", length, 28, 4, 128}, false);
+  if (argc > 1 && std::string_view(argv[1]) == "engine") {  // the engine's kernel at the model shapes
+    for (int64_t length : {4096, 16384, 32768}) {
+      mosaic::cuda::run_case({"LLaDA-8B (32/32 x 128)", length, 32, 32, 128}, Mode::engine_only);
+      mosaic::cuda::run_case({"Dream-7B (28/4 x 128)", length, 28, 4, 128}, Mode::engine_only);
+    }
+    return 0;
   }
-  mosaic::cuda::run_case({"d64 (16/16 x 64)", 16384, 16, 16, 64}, false);
+  mosaic::cuda::run_case({"check d128 gqa7", 1000, 14, 2, 128}, Mode::check);
+  mosaic::cuda::run_case({"check d64", 777, 8, 8, 64}, Mode::check);
+  mosaic::cuda::run_case({"check d128 2053 rows", 2053, 4, 4, 128}, Mode::check);
+  for (int64_t length : {4096, 16384, 32768}) {
+    mosaic::cuda::run_case({"LLaDA-8B (32/32 x 128)", length, 32, 32, 128}, Mode::time_all);
+    mosaic::cuda::run_case({"Dream-7B (28/4 x 128)", length, 28, 4, 128}, Mode::time_all);
+  }
+  mosaic::cuda::run_case({"d64 (16/16 x 64)", 16384, 16, 16, 64}, Mode::time_all);
   return 0;
 }

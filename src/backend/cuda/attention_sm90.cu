@@ -12,8 +12,9 @@
 // Every tile in shared memory uses the 128-byte swizzle wgmma reads: [head_dim / 64 column
 // blocks][rows][64 elements], 16-byte chunk c of row r at chunk c ^ (r & 7), 1024-byte aligned.
 //
-// Two kernels: flash_attention_ws_kernel, the engine's (a producer warpgroup loads K/V into
-// mbarrier-guarded stages, two consumer warpgroups take turns on the tensor cores), and
+// Two kernels: flash_attention_ws_kernel, the engine's (a producer warp loads K/V tiles with TMA
+// into mbarrier-guarded stages, two consumer warpgroups with Q in registers take turns on the
+// tensor cores; template switches give the workbench its earlier versions), and
 // flash_attention_wgmma_kernel, where all threads load and compute between CTA barriers (kept
 // for dev/cuda/attention_bench.cu, which measures both).
 //
@@ -33,6 +34,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/ptx.cuh"
 #include "backend/cuda/shared_memory_limit.h"
+#include "backend/cuda/tensor_map.h"
 
 namespace mosaic::cuda {
 namespace hopper {  // a namespace of its own: dev/cuda/attention_bench.cu includes this file
@@ -147,8 +149,9 @@ __device__ __forceinline__ void fence_proxy_async() {
       "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),      \
       "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
 
-// D [64 x 128] (+)= A [64 x 16] B [16 x 128]; A and B in shared memory, both K-major.
-__device__ __forceinline__ void wgmma_m64n128k16_ss(float (&d)[64], uint64_t a, uint64_t b,
+// D [64 x 128] (+)= A [64 x 16] B [16 x 128]; A and B in shared memory, both K-major. (Only the
+// workbench's variants read Q from shared memory.)
+[[maybe_unused]] __device__ __forceinline__ void wgmma_m64n128k16_ss(float (&d)[64], uint64_t a, uint64_t b,
                                                     int accumulate) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
@@ -156,6 +159,18 @@ __device__ __forceinline__ void wgmma_m64n128k16_ss(float (&d)[64], uint64_t a, 
       MOSAIC_WGMMA_D64 ", %64, %65, p, 1, 1, 0, 0;\n}\n"
       : MOSAIC_WGMMA_ACCUMULATORS(d)
       : "l"(a), "l"(b), "r"(accumulate));
+}
+
+// D [64 x 128] (+)= A [64 x 16] B [16 x 128]; A in registers (the m16n8k16 A fragment per warp), B in
+// shared memory, K-major.
+__device__ __forceinline__ void wgmma_m64n128k16_rs(float (&d)[64], const uint32_t (&a)[4], uint64_t b,
+                                                    int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+      MOSAIC_WGMMA_D64 ", {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
+      : MOSAIC_WGMMA_ACCUMULATORS(d)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate));
 }
 
 // D [64 x 128] += A [64 x 16] B [16 x 128]; A in registers (the m16n8k16 A fragment per warp), B in
@@ -192,6 +207,20 @@ __device__ __forceinline__ void named_barrier_sync(uint32_t id, uint32_t threads
 }
 __device__ __forceinline__ void named_barrier_arrive(uint32_t id, uint32_t threads) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+// TMA: arrive on an mbarrier and add `bytes` to the transaction count its phase waits for.
+__device__ __forceinline__ void mbarrier_arrive_expect_bytes(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+// TMA: copies the box at (column, row) of `map` into shared memory at `destination`, swizzled as
+// the map says, and counts its bytes on `bar`.
+__device__ __forceinline__ void tma_load_2d(uint32_t destination, const CUtensorMap* map, int column, int row,
+                                            uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
+          destination),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(column), "r"(row), "r"(bar)
+      : "memory");
 }
 template <int kRegisters>
 __device__ __forceinline__ void release_registers() {
@@ -242,6 +271,15 @@ struct RowBlock {
     }
     wgmma_commit();
   }
+  // The same with this warp's 16 rows of Q in registers: q[kk] is the m16n8k16 A fragment of k16
+  // step kk (the kernel loads it once with ldmatrix), so only K is read from shared memory.
+  __device__ __forceinline__ void issue_scores(const uint32_t (&q)[kHeadDim / 16][4], uint64_t k) {
+#pragma unroll
+    for (int kk = 0; kk < kHeadDim / 16; ++kk) {
+      wgmma_m64n128k16_rs(s, q[kk], k + (((kk / 4) * kBlockN * 128 + (kk % 4) * 32) >> 4), kk > 0);
+    }
+    wgmma_commit();
+  }
   // O += P V, issued and committed: k16 step kk covers keys 16kk..16kk+15, two 8-row groups
   // (2048 bytes) of every column block; column blocks (N) are kBlockN * 128 bytes apart (in v).
   __device__ __forceinline__ void issue_values(uint64_t v) {
@@ -285,6 +323,7 @@ struct RowBlock {
   }
   // Softmax, second half (once no P V in flight reads p or writes o): P rounded to bf16, the
   // normaliser l = l alpha + rowsum P over the rounded weights P V uses, O scaled by alpha.
+  template <bool kSkipUnitRescale = false>
   __device__ __forceinline__ void round_and_rescale() {
     float tile_sum[2] = {0.0f, 0.0f};
 #pragma unroll
@@ -297,6 +336,10 @@ struct RowBlock {
     }
 #pragma unroll
     for (int half = 0; half < 2; ++half) row_sum[half] = __fmaf_rn(row_sum[half], alpha[half], tile_sum[half]);
+    // Once a row's maximum has settled, alpha is exactly 1 (2^0) and O alpha = O: with
+    // kSkipUnitRescale a warp skips the 64 multiplies when none of its rows needs them (no bit
+    // changes).
+    if (kSkipUnitRescale && !__any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f)) return;
 #pragma unroll
     for (int j = 0; j < kNTiles; ++j) {
       o[4 * j + 0] = __fmul_rn(o[4 * j + 0], alpha[0]);
@@ -485,8 +528,17 @@ __device__ __forceinline__ void warp_copy_half_tile(uint32_t tile, const __nv_bf
 }
 #endif
 
+// The engine's kernel. Switches (all on in the engine; the workbench times the others):
+// kSkipUnitRescale — RowBlock::round_and_rescale skips O * alpha where alpha is 1 for the warp;
+// kQInRegisters — each warp loads its 16 Q rows into registers once and S reads A from them;
+// kTmaLoads — one producer warp loads each whole K/V tile with two TMA boxes (64 columns each,
+// from k_map / v_map) and arms the stage's full barrier with the byte count; a tile that runs
+// past its segment is copied by that warp with cp.async instead, so that its missing rows are
+// zeros. Without it, four warps copy with cp.async as described below.
+template <bool kSkipUnitRescale, bool kQInRegisters, bool kTmaLoads>
 __global__ void __launch_bounds__(kWsThreads, 1)
-    flash_attention_ws_kernel(const KernelArgs args, int64_t segment_offset) {
+    flash_attention_ws_kernel(const KernelArgs args, int64_t segment_offset, const __grid_constant__ CUtensorMap k_map,
+                              const __grid_constant__ CUtensorMap v_map) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   const AttentionSegment segment = args.segments[segment_offset + blockIdx.z];
   const int64_t q_row0 = int64_t{blockIdx.x} * kWsBlockM;
@@ -507,7 +559,8 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   auto v_empty = [&](int stage) { return barriers + 8 * (3 * kWsStages + stage); };
   if (threadIdx.x == 0) {
     for (int stage = 0; stage < kWsStages; ++stage) {
-      mbarrier_init(k_full(stage), 64), mbarrier_init(v_full(stage), 64);     // the two copying warps
+      const uint32_t producers = kTmaLoads ? 1 : 64;  // the TMA lane, or both copying warps' lanes
+      mbarrier_init(k_full(stage), producers), mbarrier_init(v_full(stage), producers);
       mbarrier_init(k_empty(stage), 256), mbarrier_init(v_empty(stage), 256);  // both consumers
     }
   }
@@ -516,6 +569,39 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   const int warpgroup = threadIdx.x / 128;
   if (warpgroup == 0) {
     release_registers<40>();
+    if constexpr (kTmaLoads) {
+      if (threadIdx.x >= 32) return;
+      const int lane = threadIdx.x;
+      const int column = kv_head * kHeadDim, row0 = static_cast<int>(segment.kv_begin);
+      auto load = [&](const CUtensorMap& map, const __nv_bfloat16* matrix, int64_t stride, uint32_t tile,
+                      uint32_t full, int t) {
+        const int valid = key_valid(t);
+        if (valid == kBlockN) {
+          if (lane == 0) {
+            mbarrier_arrive_expect_bytes(full, kKVBytes);
+            tma_load_2d(tile, &map, column, row0 + t * kBlockN, full);
+            tma_load_2d(tile + kBlockN * 128, &map, column + 64, row0 + t * kBlockN, full);
+          }
+        } else {
+          const __nv_bfloat16* base = matrix + (segment.kv_begin + int64_t{t} * kBlockN) * stride + column;
+          warp_copy_half_tile(tile, base, stride, valid, 0);
+          warp_copy_half_tile(tile, base, stride, valid, 1);
+          cp_async_commit();
+          cp_async_wait<0>();
+          fence_proxy_async();
+          __syncwarp();
+          if (lane == 0) mbarrier_arrive(full);
+        }
+      };
+      for (int t = 0; t < kv_tiles; ++t) {
+        const int stage = t % kWsStages, round = t / kWsStages;
+        if (round > 0) mbarrier_wait(k_empty(stage), (round - 1) & 1);
+        load(k_map, args.k, args.k_stride, k_tiles + stage * kKVBytes, k_full(stage), t);
+        if (round > 0) mbarrier_wait(v_empty(stage), (round - 1) & 1);
+        load(v_map, args.v, args.v_stride, v_tiles + stage * kKVBytes, v_full(stage), t);
+      }
+      return;
+    }
     // Warps 0 and 1 copy K tiles, warps 2 and 3 V tiles, half a tile each. Tile t goes to stage
     // t % 3 once the consumers released tile t - 3 there (completion t / 3 - 1 of the empty
     // barrier). Two tiles are in flight: after issuing tile t a warp waits for its copies of
@@ -565,6 +651,14 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     fence_proxy_async();
     named_barrier_sync(3 + consumer, 128);
   }
+  uint32_t q_fragments[kHeadDim / 16][4];  // k16 step kk: the A fragment of this warp's 16 rows
+  if constexpr (kQInRegisters) {
+    const int lane = thread % 32, row = consumer * 64 + warp * 16 + lane % 16;
+#pragma unroll
+    for (int kk = 0; kk < kHeadDim / 16; ++kk) {
+      ldmatrix_x4(q_fragments[kk], q_tile + swizzled_offset<kWsBlockM>(row, 2 * kk + lane / 16));
+    }
+  }
   RowBlock rows(args.scale_log2);
   const uint64_t q_descriptor = smem_descriptor(q_tile + consumer * 64 * 128, 16, 1024);
   auto k_descriptor = [&](int t) { return smem_descriptor(k_tiles, 16, 1024) + (t % kWsStages) * (kKVBytes >> 4); };
@@ -572,6 +666,13 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     return smem_descriptor(v_tiles, kBlockN * 128, 1024) + (t % kWsStages) * (kKVBytes >> 4);
   };
   auto landed = [&](int t) { return static_cast<uint32_t>((t / kWsStages) & 1); };
+  auto issue_scores = [&](int t) {
+    if constexpr (kQInRegisters) {
+      rows.issue_scores(q_fragments, k_descriptor(t));
+    } else {
+      rows.issue_scores<kWsBlockM>(q_descriptor, k_descriptor(t));
+    }
+  };
   // Turns: named barrier 1 + c is consumer c's. A turn begins with bar.sync on one's own barrier
   // and ends with bar.arrive on the other's; consumer 1 opens consumer 0's first turn. Both take
   // kv_tiles + 1 turns, and consumer 1 does not hand over after its last, so no arrival is left.
@@ -581,20 +682,20 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     mbarrier_wait(k_full(0), 0);
     named_barrier_sync(my_turn, 256);
     wgmma_fence();
-    rows.issue_scores<kWsBlockM>(q_descriptor, k_descriptor(0));
+    issue_scores(0);
     named_barrier_arrive(their_turn, 256);
     wgmma_wait<0>();
     fence_registers(rows.s);
     mbarrier_arrive(k_empty(0));
     rows.exponentiate(key_valid(0));
-    rows.round_and_rescale();
+    rows.round_and_rescale<kSkipUnitRescale>();
   }
   for (int t = 1; t < kv_tiles; ++t) {
     mbarrier_wait(k_full(t % kWsStages), landed(t));
     mbarrier_wait(v_full((t - 1) % kWsStages), landed(t - 1));
     named_barrier_sync(my_turn, 256);
     wgmma_fence();
-    rows.issue_scores<kWsBlockM>(q_descriptor, k_descriptor(t));
+    issue_scores(t);
     rows.issue_values(v_descriptor(t - 1));
     named_barrier_arrive(their_turn, 256);
     wgmma_wait<1>();  // S of tile t; P V of tile t - 1 still runs
@@ -604,7 +705,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     wgmma_wait<0>();  // P V of tile t - 1
     fence_registers(rows.o);
     mbarrier_arrive(v_empty((t - 1) % kWsStages));
-    rows.round_and_rescale();
+    rows.round_and_rescale<kSkipUnitRescale>();
   }
   if (kv_tiles > 0) {
     mbarrier_wait(v_full((kv_tiles - 1) % kWsStages), landed(kv_tiles - 1));
@@ -642,20 +743,34 @@ void launch(const AttentionArgs& args, cudaStream_t stream) {
   }
 }
 
+// Rows a tensor map of K or V declares. The host does not know the buffers' row counts (the
+// segments live on the device), and need not: TMA loads only whole tiles, which lie inside their
+// segment, so the bound just has to exceed every row a segment names (coordinates are 32-bit).
+constexpr uint64_t kTensorMapRows = uint64_t{1} << 31;
+
+template <bool kSkipUnitRescale, bool kQInRegisters, bool kTmaLoads>
 void launch_warp_specialised(const AttentionArgs& args, cudaStream_t stream) {
   const KernelArgs kernel_args = kernel_args_of(args);
+  constexpr auto kernel = flash_attention_ws_kernel<kSkipUnitRescale, kQInRegisters, kTmaLoads>;
+  CUtensorMap k_map{}, v_map{};
+  if constexpr (kTmaLoads) {
+    const uint64_t columns = static_cast<uint64_t>(args.kv_heads * kHeadDim);
+    k_map = bf16_row_major_map(args.k, columns, kTensorMapRows, static_cast<uint64_t>(args.k_stride), 64, kBlockN);
+    v_map = bf16_row_major_map(args.v, columns, kTensorMapRows, static_cast<uint64_t>(args.v_stride), 64, kBlockN);
+  }
   static std::atomic<uint64_t> configured{0};
-  raise_shared_limit(reinterpret_cast<const void*>(flash_attention_ws_kernel), kWsSharedBytes, configured);
+  raise_shared_limit(reinterpret_cast<const void*>(kernel), kWsSharedBytes, configured);
   const int64_t q_tiles = (args.max_q_rows + kWsBlockM - 1) / kWsBlockM;
   for (int64_t first = 0; first < args.segment_count; first += kMaxGridZ) {
     const dim3 grid(static_cast<unsigned>(q_tiles), static_cast<unsigned>(args.q_heads),
                     static_cast<unsigned>(std::min(kMaxGridZ, args.segment_count - first)));
-    flash_attention_ws_kernel<<<grid, kWsThreads, kWsSharedBytes, stream>>>(kernel_args, first);
+    kernel<<<grid, kWsThreads, kWsSharedBytes, stream>>>(kernel_args, first, k_map, v_map);
     MOSAIC_CUDA_CHECK_LAUNCH();
   }
 }
 
-// The engine runs the warp-specialised kernel (dev/cuda/attention_bench.cu measures the others).
+// The engine runs the warp-specialised kernel with every switch on (dev/cuda/attention_bench.cu
+// measures the others).
 
 bool device_runs_wgmma_kernel(int device) {
   int major = 0, minor = 0;
@@ -666,7 +781,7 @@ bool device_runs_wgmma_kernel(int device) {
   }
   if (major != 9 || minor != 0) return false;  // sm_90a code runs on compute capability 9.0 only
   cudaFuncAttributes attributes;                // and only if this binary holds it
-  if (cudaFuncGetAttributes(&attributes, flash_attention_ws_kernel) != cudaSuccess) {
+  if (cudaFuncGetAttributes(&attributes, flash_attention_ws_kernel<true, true, true>) != cudaSuccess) {
     (void)cudaGetLastError();
     return false;
   }
@@ -693,7 +808,8 @@ bool hopper_attention_available() {
 }
 
 void hopper_attention(const AttentionArgs& args, cudaStream_t stream) {
-  hopper::launch_warp_specialised(args, stream);
+  // attention() has checked what TMA needs too: 16-byte aligned rows (base and stride).
+  hopper::launch_warp_specialised<true, true, true>(args, stream);
 }
 
 }  // namespace mosaic::cuda
