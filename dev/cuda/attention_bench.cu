@@ -58,6 +58,7 @@ struct Case {
   const char* name;
   int64_t length;
   int q_heads, kv_heads, head_dim;
+  bool fused_qkv = false;  // q, k, v interleaved per token as the QKV projection writes them (timing only)
 };
 
 // Milliseconds per call of `launch` (one untimed warm-up call first).
@@ -79,10 +80,13 @@ float time_ms(Launch launch, int repeats) {
 }
 
 // One variant of the warp-specialised kernel.
-template <bool kSkipUnitRescale, bool kQInRegisters, bool kTmaLoads>
+template <bool kSkipUnitRescale, bool kQInRegisters, bool kTmaLoads, bool kSumUnroundedP = false>
 float time_ws(const AttentionArgs& args, int repeats) {
-  return time_ms([&] { hopper::launch_warp_specialised<kSkipUnitRescale, kQInRegisters, kTmaLoads>(args, nullptr); },
-                 repeats);
+  return time_ms(
+      [&] {
+        hopper::launch_warp_specialised<kSkipUnitRescale, kQInRegisters, kTmaLoads, kSumUnroundedP>(args, nullptr);
+      },
+      repeats);
 }
 
 // The portable kernel at one register budget.
@@ -150,6 +154,11 @@ void run_case(const Case& c, Mode mode) {
   args.k = q + q_size, args.k_stride = c.kv_heads * c.head_dim;
   args.v = q + q_size + kv_size, args.v_stride = c.kv_heads * c.head_dim;
   args.out = out, args.out_stride = c.q_heads * c.head_dim;
+  if (c.fused_qkv) {  // the same bytes read as rows [q heads | k heads | v heads]
+    const int64_t stride = (c.q_heads + 2 * c.kv_heads) * c.head_dim;
+    args.q_stride = args.k_stride = args.v_stride = stride;
+    args.k = q + c.q_heads * c.head_dim, args.v = q + (c.q_heads + c.kv_heads) * c.head_dim;
+  }
   args.q_heads = c.q_heads, args.kv_heads = c.kv_heads, args.head_dim = c.head_dim;
   args.scale = 1.0f / std::sqrt(float(c.head_dim));
   args.segments = segment, args.segment_count = 1, args.max_q_rows = c.length;
@@ -197,13 +206,15 @@ void run_case(const Case& c, Mode mode) {
     if (c.head_dim == 128 && hopper_attention_available()) {  // the warp-specialised variants, sustained
       // Each after a pause, so that every variant starts at the same clock.
       auto pause = [] { std::this_thread::sleep_for(std::chrono::milliseconds(500)); };
-      float t[4];
+      float t[5];
       pause(), t[0] = time_ws<false, false, false>(args, repeats);
       pause(), t[1] = time_ws<true, true, false>(args, repeats);
       pause(), t[2] = time_ws<false, false, true>(args, repeats);
       pause(), t[3] = time_ws<true, true, true>(args, repeats);
-      std::printf(" | ws (skip unit rescale, Q in registers, TMA) 000 %6.1f 110 %6.1f 001 %6.1f 111 %6.1f TFLOP/s",
-                  flops / t[0] / 1e9, flops / t[1] / 1e9, flops / t[2] / 1e9, flops / t[3] / 1e9);
+      pause(), t[4] = time_ws<true, true, true, true>(args, repeats);
+      std::printf(" | ws (skip unit rescale, Q in registers, TMA, sum unrounded P) 0000 %6.1f 1100 %6.1f"
+                  " 0010 %6.1f 1110 %6.1f 1111 %6.1f TFLOP/s",
+                  flops / t[0] / 1e9, flops / t[1] / 1e9, flops / t[2] / 1e9, flops / t[3] / 1e9, flops / t[4] / 1e9);
     }
     std::printf("\n");
   } else {
@@ -228,9 +239,11 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc > 1 && std::string_view(argv[1]) == "engine") {  // the engine's kernel at the model shapes
+    const bool fused_only = argc > 2 && std::string_view(argv[2]) == "fused";  // separate against fused rows
     for (int64_t length : {4096, 16384, 32768}) {
       mosaic::cuda::run_case({"LLaDA-8B (32/32 x 128)", length, 32, 32, 128}, Mode::engine_only);
-      mosaic::cuda::run_case({"Dream-7B (28/4 x 128)", length, 28, 4, 128}, Mode::engine_only);
+      if (!fused_only) mosaic::cuda::run_case({"Dream-7B (28/4 x 128)", length, 28, 4, 128}, Mode::engine_only);
+      mosaic::cuda::run_case({"LLaDA-8B, fused QKV rows", length, 32, 32, 128, true}, Mode::engine_only);
     }
     return 0;
   }

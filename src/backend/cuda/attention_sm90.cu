@@ -323,7 +323,9 @@ struct RowBlock {
   }
   // Softmax, second half (once no P V in flight reads p or writes o): P rounded to bf16, the
   // normaliser l = l alpha + rowsum P over the rounded weights P V uses, O scaled by alpha.
-  template <bool kSkipUnitRescale = false>
+  // kSumUnroundedP (the workbench's experiment only; it changes results in the last bits): sum the
+  // fp32 weights before rounding, as FlashAttention does, which saves unpacking P.
+  template <bool kSkipUnitRescale = false, bool kSumUnroundedP = false>
   __device__ __forceinline__ void round_and_rescale() {
     float tile_sum[2] = {0.0f, 0.0f};
 #pragma unroll
@@ -331,7 +333,11 @@ struct RowBlock {
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         p[j][half] = pack_bf16x2(s[4 * j + 2 * half], s[4 * j + 2 * half + 1]);
-        tile_sum[half] = __fadd_rn(tile_sum[half], __fadd_rn(bf16_low(p[j][half]), bf16_high(p[j][half])));
+        if constexpr (kSumUnroundedP) {
+          tile_sum[half] = __fadd_rn(tile_sum[half], __fadd_rn(s[4 * j + 2 * half], s[4 * j + 2 * half + 1]));
+        } else {
+          tile_sum[half] = __fadd_rn(tile_sum[half], __fadd_rn(bf16_low(p[j][half]), bf16_high(p[j][half])));
+        }
       }
     }
 #pragma unroll
@@ -530,12 +536,13 @@ __device__ __forceinline__ void warp_copy_half_tile(uint32_t tile, const __nv_bf
 
 // The engine's kernel. Switches (all on in the engine; the workbench times the others):
 // kSkipUnitRescale — RowBlock::round_and_rescale skips O * alpha where alpha is 1 for the warp;
+// kSumUnroundedP — the normaliser sums P before rounding (an experiment: off in the engine);
 // kQInRegisters — each warp loads its 16 Q rows into registers once and S reads A from them;
 // kTmaLoads — one producer warp loads each whole K/V tile with two TMA boxes (64 columns each,
 // from k_map / v_map) and arms the stage's full barrier with the byte count; a tile that runs
 // past its segment is copied by that warp with cp.async instead, so that its missing rows are
 // zeros. Without it, four warps copy with cp.async as described below.
-template <bool kSkipUnitRescale, bool kQInRegisters, bool kTmaLoads>
+template <bool kSkipUnitRescale, bool kQInRegisters, bool kTmaLoads, bool kSumUnroundedP = false>
 __global__ void __launch_bounds__(kWsThreads, 1)
     flash_attention_ws_kernel(const KernelArgs args, int64_t segment_offset, const __grid_constant__ CUtensorMap k_map,
                               const __grid_constant__ CUtensorMap v_map) {
@@ -688,7 +695,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     fence_registers(rows.s);
     mbarrier_arrive(k_empty(0));
     rows.exponentiate(key_valid(0));
-    rows.round_and_rescale<kSkipUnitRescale>();
+    rows.round_and_rescale<kSkipUnitRescale, kSumUnroundedP>();
   }
   for (int t = 1; t < kv_tiles; ++t) {
     mbarrier_wait(k_full(t % kWsStages), landed(t));
@@ -705,7 +712,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     wgmma_wait<0>();  // P V of tile t - 1
     fence_registers(rows.o);
     mbarrier_arrive(v_empty((t - 1) % kWsStages));
-    rows.round_and_rescale<kSkipUnitRescale>();
+    rows.round_and_rescale<kSkipUnitRescale, kSumUnroundedP>();
   }
   if (kv_tiles > 0) {
     mbarrier_wait(v_full((kv_tiles - 1) % kWsStages), landed(kv_tiles - 1));
@@ -748,10 +755,10 @@ void launch(const AttentionArgs& args, cudaStream_t stream) {
 // segment, so the bound just has to exceed every row a segment names (coordinates are 32-bit).
 constexpr uint64_t kTensorMapRows = uint64_t{1} << 31;
 
-template <bool kSkipUnitRescale, bool kQInRegisters, bool kTmaLoads>
+template <bool kSkipUnitRescale, bool kQInRegisters, bool kTmaLoads, bool kSumUnroundedP = false>
 void launch_warp_specialised(const AttentionArgs& args, cudaStream_t stream) {
   const KernelArgs kernel_args = kernel_args_of(args);
-  constexpr auto kernel = flash_attention_ws_kernel<kSkipUnitRescale, kQInRegisters, kTmaLoads>;
+  constexpr auto kernel = flash_attention_ws_kernel<kSkipUnitRescale, kQInRegisters, kTmaLoads, kSumUnroundedP>;
   CUtensorMap k_map{}, v_map{};
   if constexpr (kTmaLoads) {
     const uint64_t columns = static_cast<uint64_t>(args.kv_heads * kHeadDim);

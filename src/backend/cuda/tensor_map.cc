@@ -29,10 +29,33 @@ bool addressable(const void* base, uint64_t row_stride) {
   return reinterpret_cast<uintptr_t>(base) % 16 == 0 && row_stride % 8 == 0 && row_stride < (uint64_t{1} << 39);
 }
 
+// The last maps this thread encoded: an attention call needs two (K and V) and a step's layers
+// mostly reuse the same buffers, so a step encodes a handful instead of two per layer. A map is a
+// pure function of its arguments, so a hit returns exactly what encoding would.
+struct CachedMap {
+  const void* base = nullptr;
+  uint64_t columns = 0, rows = 0, row_stride = 0;
+  uint32_t box_columns = 0, box_rows = 0;
+  bool valid = false;
+  CUtensorMap map;
+};
+constexpr int kCachedMaps = 8;
+
 }  // namespace
 
 CUtensorMap bf16_row_major_map(const void* base, uint64_t columns, uint64_t rows, uint64_t row_stride,
                                uint32_t box_columns, uint32_t box_rows) {
+  thread_local CachedMap cache[kCachedMaps];
+  thread_local int next_slot = 0;
+  for (const CachedMap& entry : cache) {
+    if (entry.valid && entry.base == base && entry.columns == columns && entry.rows == rows && entry.row_stride == row_stride &&
+        entry.box_columns == box_columns && entry.box_rows == box_rows) {
+      return entry.map;
+    }
+  }
+  CachedMap& entry = cache[next_slot];
+  next_slot = (next_slot + 1) % kCachedMaps;
+  entry = CachedMap{};  // invalid until encoded
   if (!addressable(base, row_stride)) {
     throw std::runtime_error("tensor map: the base must be 16-byte aligned and the row stride (" +
                              std::to_string(row_stride) + " elements) a multiple of 8 below 2^39");
@@ -52,6 +75,7 @@ CUtensorMap bf16_row_major_map(const void* base, uint64_t columns, uint64_t rows
                              " bf16 map, row stride " + std::to_string(row_stride) + ", box " +
                              std::to_string(box_rows) + " x " + std::to_string(box_columns));
   }
+  entry = CachedMap{base, columns, rows, row_stride, box_columns, box_rows, true, map};
   return map;
 }
 

@@ -6,13 +6,17 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
 #include "backend/cuda/device.h"
+#include "backend/cuda/test_device_buffer.h"
 
 namespace mosaic::cuda {
 namespace {
+
+using testing_support::DeviceBuffer;
 
 std::string refusal(const void* base, uint64_t row_stride) {
   try {
@@ -34,10 +38,14 @@ TEST(TensorMap, RefusesAStrideThatIsNotAMultipleOfEight) {
   EXPECT_NE(refusal(buffer, uint64_t{1} << 40).find("below 2^39"), std::string::npos);
 }
 
-TEST(TensorMap, EncodesAValidMap) {
+TEST(TensorMap, EncodesAValidMapAndCachesIt) {
   if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
-  alignas(16) static char buffer[64];
-  EXPECT_NO_THROW((void)bf16_row_major_map(buffer, 4096, uint64_t{1} << 31, 12288, 64, 128));
+  DeviceBuffer buffer(1 << 20);
+  const CUtensorMap first = bf16_row_major_map(buffer.data, 4096, uint64_t{1} << 31, 12288, 64, 128);
+  const CUtensorMap again = bf16_row_major_map(buffer.data, 4096, uint64_t{1} << 31, 12288, 64, 128);
+  const CUtensorMap other = bf16_row_major_map(buffer.data, 4096, uint64_t{1} << 31, 4096, 64, 128);
+  EXPECT_EQ(std::memcmp(&first, &again, sizeof first), 0);
+  EXPECT_NE(std::memcmp(&first, &other, sizeof first), 0);  // the stride is in the map
 }
 
 }  // namespace
