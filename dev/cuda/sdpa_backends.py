@@ -43,7 +43,8 @@ def main():
     args = parser.parse_args()
     shapes = [("LLaDA-8B", 32, 32), ("Dream-7B", 28, 4)]
     results = []
-    print(f"{'shape':10} {'L':>6} {'backend':10} {'sustained ms':>12} {'TFLOP/s':>8} {'isolated ms':>12} {'TFLOP/s':>8}")
+    print(f"{'shape':10} {'L':>6} {'backend':10} {'sustained ms':>12} {'TFLOP/s':>8} "
+          f"{'isolated ms':>12} {'TFLOP/s':>8}")
     for length in [int(x) for x in args.lengths.split(",")]:
         for name, q_heads, kv_heads in shapes:
             gen = torch.Generator(device="cuda").manual_seed(1)

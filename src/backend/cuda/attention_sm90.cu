@@ -534,14 +534,15 @@ __device__ __forceinline__ void warp_copy_half_tile(uint32_t tile, const __nv_bf
 }
 #endif
 
-// The engine's kernel. Switches (all on in the engine; the workbench times the others):
+// The engine's kernel. Switches (the engine turns on the first three; the workbench times the
+// other combinations):
 // kSkipUnitRescale — RowBlock::round_and_rescale skips O * alpha where alpha is 1 for the warp;
-// kSumUnroundedP — the normaliser sums P before rounding (an experiment: off in the engine);
 // kQInRegisters — each warp loads its 16 Q rows into registers once and S reads A from them;
 // kTmaLoads — one producer warp loads each whole K/V tile with two TMA boxes (64 columns each,
 // from k_map / v_map) and arms the stage's full barrier with the byte count; a tile that runs
 // past its segment is copied by that warp with cp.async instead, so that its missing rows are
-// zeros. Without it, four warps copy with cp.async as described below.
+// zeros. Without it, four warps copy with cp.async as described below;
+// kSumUnroundedP — the normaliser sums P before it is rounded (an experiment, not yet validated).
 template <bool kSkipUnitRescale, bool kQInRegisters, bool kTmaLoads, bool kSumUnroundedP = false>
 __global__ void __launch_bounds__(kWsThreads, 1)
     flash_attention_ws_kernel(const KernelArgs args, int64_t segment_offset, const __grid_constant__ CUtensorMap k_map,

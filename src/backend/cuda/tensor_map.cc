@@ -48,8 +48,8 @@ CUtensorMap bf16_row_major_map(const void* base, uint64_t columns, uint64_t rows
   thread_local CachedMap cache[kCachedMaps];
   thread_local int next_slot = 0;
   for (const CachedMap& entry : cache) {
-    if (entry.valid && entry.base == base && entry.columns == columns && entry.rows == rows && entry.row_stride == row_stride &&
-        entry.box_columns == box_columns && entry.box_rows == box_rows) {
+    if (entry.valid && entry.base == base && entry.columns == columns && entry.rows == rows &&
+        entry.row_stride == row_stride && entry.box_columns == box_columns && entry.box_rows == box_rows) {
       return entry.map;
     }
   }
