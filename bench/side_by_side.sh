@@ -21,6 +21,11 @@ if [ ! -f "$model/config.json" ]; then
   "$mosaic" make-test-model --family "$family" --preset "$preset" --seed 1 --out "$model" --quiet
 fi
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$out/gpu.txt"
+# The SM clock and power every 100 ms while both systems run: the card's power limit lowers the
+# clock under sustained load (docs/design/cuda-kernels.md, "How the kernels are checked").
+nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw --format=csv -lms 100 > "$out/clocks-$family.csv" &
+sampler=$!
+trap 'kill $sampler 2>/dev/null || true' EXIT
 
 echo "== Mosaic: step latency and memory"
 "$mosaic" bench step --model "$model" --seq-len "$lengths" --json-out "$out/mosaic-step-$family.json"
