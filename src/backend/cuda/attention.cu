@@ -79,26 +79,19 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   constexpr int kSNTiles = kBlockN / 8;     // n8 tiles of S
   constexpr uint32_t kQBytes = kBlockM * kHeadDim * 2, kKVBytes = kBlockN * kHeadDim * 2;
 
-  const AttentionSegment segment = args.segments[segment_offset + blockIdx.z];
-  const int64_t q_row0 = int64_t{blockIdx.x} * kBlockM;
-  if (q_row0 >= segment.q_count) return;
-  const int q_valid = static_cast<int>(min64(kBlockM, segment.q_count - q_row0));
-  const int head = blockIdx.y, kv_head = head / args.group;
-  const int kv_tiles = static_cast<int>((segment.kv_count + kBlockN - 1) / kBlockN);
+  const QueryTile<kBlockM, kBlockN, kHeadDim> work(args, segment_offset);
+  if (work.past_queries()) return;
+  const int q_valid = work.q_valid(), kv_tiles = work.kv_tiles();
 
   extern __shared__ __align__(128) unsigned char smem[];
   const uint32_t q_tile = smem_address(smem);
   const uint32_t k_tiles = q_tile + kQBytes;            // [2] stages
   const uint32_t v_tiles = k_tiles + 2 * kKVBytes;      // [2] stages
 
-  const __nv_bfloat16* q_base =
-      args.q + (segment.q_begin + q_row0) * args.q_stride + int64_t{head} * kHeadDim;
-  const __nv_bfloat16* k_base =
-      args.k + segment.kv_begin * args.k_stride + int64_t{kv_head} * kHeadDim;
-  const __nv_bfloat16* v_base =
-      args.v + segment.kv_begin * args.v_stride + int64_t{kv_head} * kHeadDim;
+  const __nv_bfloat16* k_base = work.k(args);
+  const __nv_bfloat16* v_base = work.v(args);
   auto load_kv = [&](int t) {
-    const int valid = static_cast<int>(min64(kBlockN, segment.kv_count - int64_t{t} * kBlockN));
+    const int valid = work.key_valid(t);
     const uint32_t stage = (t & 1) * kKVBytes;
     load_tile<kHeadDim, kBlockN>(k_tiles + stage, k_base + int64_t{t} * kBlockN * args.k_stride,
                                  args.k_stride, valid);
@@ -106,7 +99,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
                                  args.v_stride, valid);
   };
 
-  load_tile<kHeadDim, kBlockM>(q_tile, q_base, args.q_stride, q_valid);
+  load_tile<kHeadDim, kBlockM>(q_tile, work.q(args), args.q_stride, q_valid);
   if (kv_tiles > 0) load_kv(0);
   cp_async_commit();
 
@@ -150,7 +143,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       }
 
       // Keys beyond the segment (last tile only) score -inf.
-      const int key_valid = static_cast<int>(min64(kBlockN, segment.kv_count - int64_t{t} * kBlockN));
+      const int key_valid = work.key_valid(t);
       if (key_valid < kBlockN) {
 #pragma unroll
         for (int j = 0; j < kSNTiles; ++j) {
@@ -246,7 +239,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   __syncwarp();
   store_staged_rows<kHeadDim>(
       q_tile, [](int row, int chunk) { return tile_offset<kHeadDim>(row, chunk); }, warp * 16, q_valid,
-      args.out + (segment.q_begin + q_row0) * args.out_stride + int64_t{head} * kHeadDim, args.out_stride);
+      work.out(args), args.out_stride);
 }
 
 template <int kHeadDim>

@@ -1,6 +1,7 @@
 // What both attention kernels (attention.cu, attention_sm90.cu) receive: validated AttentionArgs
-// as typed pointers, with the scale taken to base 2 (scores are exponentiated with ex2). Include
-// only from .cu files.
+// as typed pointers, with the scale taken to base 2 (scores are exponentiated with ex2); and the
+// work of one CTA, which every kernel derives from its block index the same way. Include only
+// from .cu files.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -9,6 +10,7 @@
 #include <cstdint>
 
 #include "backend/cuda/attention.h"
+#include "backend/cuda/ptx.cuh"
 
 namespace mosaic::cuda {
 
@@ -36,5 +38,49 @@ inline AttentionKernelArgs kernel_args_of(const AttentionArgs& args) {
   kernel_args.segments = args.segments;
   return kernel_args;
 }
+
+// The work of one CTA (grid = query tiles x q heads x segments): query rows [q_row0, q_row0 +
+// kBlockM) of q head blockIdx.y in segment segment_offset + blockIdx.z, against the segment's
+// keys in tiles of kBlockN from kv_begin. A tile that starts past the segment's queries
+// (past_queries()) has nothing to do.
+template <int kBlockM, int kBlockN, int kHeadDim>
+struct QueryTile {
+  AttentionSegment segment;
+  int64_t q_row0;  // first query row of the tile, within the segment
+  int head, kv_head;
+
+  __device__ __forceinline__ QueryTile(const AttentionKernelArgs& args, int64_t segment_offset)
+      : segment(args.segments[segment_offset + blockIdx.z]),
+        q_row0(int64_t{blockIdx.x} * kBlockM),
+        head(static_cast<int>(blockIdx.y)),
+        kv_head(static_cast<int>(blockIdx.y) / args.group) {}
+
+  __device__ __forceinline__ bool past_queries() const { return q_row0 >= segment.q_count; }
+  // Rows of the tile inside the segment.
+  __device__ __forceinline__ int q_valid() const {
+    return static_cast<int>(ptx::min64(kBlockM, segment.q_count - q_row0));
+  }
+  __device__ __forceinline__ int kv_tiles() const {
+    return static_cast<int>((segment.kv_count + kBlockN - 1) / kBlockN);
+  }
+  // Keys of key tile t inside the segment (kBlockN but for the last).
+  __device__ __forceinline__ int key_valid(int t) const {
+    return static_cast<int>(ptx::min64(kBlockN, segment.kv_count - int64_t{t} * kBlockN));
+  }
+  // The tile's first row of Q and of the output, and the segment's first row of K and V, each at
+  // this head's columns.
+  __device__ __forceinline__ const __nv_bfloat16* q(const AttentionKernelArgs& args) const {
+    return args.q + (segment.q_begin + q_row0) * args.q_stride + int64_t{head} * kHeadDim;
+  }
+  __device__ __forceinline__ __nv_bfloat16* out(const AttentionKernelArgs& args) const {
+    return args.out + (segment.q_begin + q_row0) * args.out_stride + int64_t{head} * kHeadDim;
+  }
+  __device__ __forceinline__ const __nv_bfloat16* k(const AttentionKernelArgs& args) const {
+    return args.k + segment.kv_begin * args.k_stride + int64_t{kv_head} * kHeadDim;
+  }
+  __device__ __forceinline__ const __nv_bfloat16* v(const AttentionKernelArgs& args) const {
+    return args.v + segment.kv_begin * args.v_stride + int64_t{kv_head} * kHeadDim;
+  }
+};
 
 }  // namespace mosaic::cuda

@@ -392,23 +392,18 @@ __global__ void __launch_bounds__(Tiling<kGroups>::kThreads, 1)
   constexpr int kBlockM = Tiling<kGroups>::kBlockM, kThreads = Tiling<kGroups>::kThreads;
   constexpr uint32_t kQBytes = Tiling<kGroups>::kQBytes;
 
-  const AttentionSegment segment = args.segments[segment_offset + blockIdx.z];
-  const int64_t q_row0 = int64_t{blockIdx.x} * kBlockM;
-  if (q_row0 >= segment.q_count) return;
-  const int q_valid = static_cast<int>(min64(kBlockM, segment.q_count - q_row0));
-  const int head = blockIdx.y, kv_head = head / args.group;
-  const int kv_tiles = static_cast<int>((segment.kv_count + kBlockN - 1) / kBlockN);
-  auto key_valid = [&](int t) { return static_cast<int>(min64(kBlockN, segment.kv_count - int64_t{t} * kBlockN)); };
+  const QueryTile<kBlockM, kBlockN, kHeadDim> work(args, segment_offset);
+  if (work.past_queries()) return;
+  const int q_valid = work.q_valid(), kv_tiles = work.kv_tiles();
+  auto key_valid = [&](int t) { return work.key_valid(t); };
 
   extern __shared__ unsigned char smem[];
   const uint32_t q_tile = (smem_address(smem) + 1023) & ~uint32_t{1023};
   const uint32_t k_tiles = q_tile + kQBytes;                 // [kKStages]
   const uint32_t v_tiles = k_tiles + kKStages * kKVBytes;    // [kVStages]
 
-  const __nv_bfloat16* q_base =
-      args.q + (segment.q_begin + q_row0) * args.q_stride + int64_t{head} * kHeadDim;
-  const __nv_bfloat16* k_base = args.k + segment.kv_begin * args.k_stride + int64_t{kv_head} * kHeadDim;
-  const __nv_bfloat16* v_base = args.v + segment.kv_begin * args.v_stride + int64_t{kv_head} * kHeadDim;
+  const __nv_bfloat16* k_base = work.k(args);
+  const __nv_bfloat16* v_base = work.v(args);
   const TileCopier<kBlockN, kThreads> kv_copier;
   auto load_kv = [&](int t) {
     kv_copier.copy(k_tiles + (t % kKStages) * kKVBytes, k_base + int64_t{t} * kBlockN * args.k_stride,
@@ -417,7 +412,7 @@ __global__ void __launch_bounds__(Tiling<kGroups>::kThreads, 1)
                    args.v_stride, key_valid(t));
   };
 
-  TileCopier<kBlockM, kThreads>().copy(q_tile, q_base, args.q_stride, q_valid);
+  TileCopier<kBlockM, kThreads>().copy(q_tile, work.q(args), args.q_stride, q_valid);
   if (kv_tiles > 0) load_kv(0);
   cp_async_commit();
 
@@ -493,18 +488,17 @@ __global__ void __launch_bounds__(Tiling<kGroups>::kThreads, 1)
     __syncthreads();
   }
   if (!group_active) return;
-  rows.store<kBlockM>(q_tile, warpgroup * 64 + warp * 16, q_valid,
-                      args.out + (segment.q_begin + q_row0) * args.out_stride + int64_t{head} * kHeadDim,
-                      args.out_stride);
+  rows.store<kBlockM>(q_tile, warpgroup * 64 + warp * 16, q_valid, work.out(args), args.out_stride);
 #elif defined(__CUDA_ARCH__)
   __trap();  // built without sm_90a features: never launched (hopper_attention_available)
 #endif
 }
 
-// ---- warp-specialised, ping-pong (v4) ----------------------------------------------------------
-// 3 warpgroups. Warpgroup 0 produces: warps 0-1 copy K tiles, warps 2-3 V tiles, into 3-stage rings
-// guarded by mbarriers (full: the tile has landed; empty: both consumers are done with it), so
-// no CTA-wide barrier exists in the loop. Warpgroups 1 and 2 consume, 64 query rows each, and
+// ---- warp-specialised, ping-pong (v4, v5) ------------------------------------------------------
+// 3 warpgroups. Warpgroup 0 produces K and V tiles into 3-stage rings guarded by mbarriers (full:
+// the tile has landed; empty: both consumers are done with it), so no CTA-wide barrier exists in
+// the loop: one lane with TMA (v5, the engine's), or warps 0-1 for K and 2-3 for V with cp.async
+// (v4). Warpgroups 1 and 2 consume, 64 query rows each, and
 // take turns issuing their MMAs (two named barriers): while one issues S of tile t and P V of
 // tile t - 1, the other exponentiates, so the tensor cores and the exponential unit work at
 // once (FlashAttention-3's ping-pong). Registers move from the producer (40) to the consumers
@@ -548,13 +542,10 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     flash_attention_ws_kernel(const KernelArgs args, int64_t segment_offset, const __grid_constant__ CUtensorMap k_map,
                               const __grid_constant__ CUtensorMap v_map) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  const AttentionSegment segment = args.segments[segment_offset + blockIdx.z];
-  const int64_t q_row0 = int64_t{blockIdx.x} * kWsBlockM;
-  if (q_row0 >= segment.q_count) return;  // the whole CTA
-  const int q_valid = static_cast<int>(min64(kWsBlockM, segment.q_count - q_row0));
-  const int head = blockIdx.y, kv_head = head / args.group;
-  const int kv_tiles = static_cast<int>((segment.kv_count + kBlockN - 1) / kBlockN);
-  auto key_valid = [&](int t) { return static_cast<int>(min64(kBlockN, segment.kv_count - int64_t{t} * kBlockN)); };
+  const QueryTile<kWsBlockM, kBlockN, kHeadDim> work(args, segment_offset);
+  if (work.past_queries()) return;  // the whole CTA
+  const int q_valid = work.q_valid(), kv_tiles = work.kv_tiles();
+  auto key_valid = [&](int t) { return work.key_valid(t); };
 
   extern __shared__ unsigned char smem[];
   const uint32_t q_tile = (smem_address(smem) + 1023) & ~uint32_t{1023};
@@ -580,8 +571,10 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     if constexpr (kTmaLoads) {
       if (threadIdx.x >= 32) return;
       const int lane = threadIdx.x;
-      const int column = kv_head * kHeadDim, row0 = static_cast<int>(segment.kv_begin);
-      auto load = [&](const CUtensorMap& map, const __nv_bfloat16* matrix, int64_t stride, uint32_t tile,
+      // TMA addresses the tile by (column, row) of the whole K or V matrix; cp.async from the
+      // segment's first row at this head's columns.
+      const int column = work.kv_head * kHeadDim, row0 = static_cast<int>(work.segment.kv_begin);
+      auto load = [&](const CUtensorMap& map, const __nv_bfloat16* first_row, int64_t stride, uint32_t tile,
                       uint32_t full, int t) {
         const int valid = key_valid(t);
         if (valid == kBlockN) {
@@ -591,7 +584,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
             tma_load_2d(tile + kBlockN * 128, &map, column + 64, row0 + t * kBlockN, full);
           }
         } else {
-          const __nv_bfloat16* base = matrix + (segment.kv_begin + int64_t{t} * kBlockN) * stride + column;
+          const __nv_bfloat16* base = first_row + int64_t{t} * kBlockN * stride;
           warp_copy_half_tile(tile, base, stride, valid, 0);
           warp_copy_half_tile(tile, base, stride, valid, 1);
           cp_async_commit();
@@ -604,9 +597,9 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       for (int t = 0; t < kv_tiles; ++t) {
         const int stage = t % kWsStages, round = t / kWsStages;
         if (round > 0) mbarrier_wait(k_empty(stage), (round - 1) & 1);
-        load(k_map, args.k, args.k_stride, k_tiles + stage * kKVBytes, k_full(stage), t);
+        load(k_map, work.k(args), args.k_stride, k_tiles + stage * kKVBytes, k_full(stage), t);
         if (round > 0) mbarrier_wait(v_empty(stage), (round - 1) & 1);
-        load(v_map, args.v, args.v_stride, v_tiles + stage * kKVBytes, v_full(stage), t);
+        load(v_map, work.v(args), args.v_stride, v_tiles + stage * kKVBytes, v_full(stage), t);
       }
       return;
     }
@@ -617,8 +610,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     // which completes when both warps' 64 lanes have.
     const int warp = threadIdx.x / 32;
     const bool keys = warp < 2;
-    const __nv_bfloat16* base = keys ? args.k + segment.kv_begin * args.k_stride + int64_t{kv_head} * kHeadDim
-                                     : args.v + segment.kv_begin * args.v_stride + int64_t{kv_head} * kHeadDim;
+    const __nv_bfloat16* base = keys ? work.k(args) : work.v(args);
     const int64_t stride = keys ? args.k_stride : args.v_stride;
     const uint32_t tiles = keys ? k_tiles : v_tiles;
     auto full = [&](int t) { return keys ? k_full(t % kWsStages) : v_full(t % kWsStages); };
@@ -646,8 +638,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   const int consumer = warpgroup - 1;  // 0 or 1: rows 64 consumer ..
   const int thread = threadIdx.x % 128, warp = thread / 32;
   {  // this warpgroup's Q rows
-    const __nv_bfloat16* q_base =
-        args.q + (segment.q_begin + q_row0) * args.q_stride + int64_t{head} * kHeadDim;
+    const __nv_bfloat16* q_base = work.q(args);
     for (int i = thread; i < 64 * (kHeadDim / 8); i += 128) {
       const int row = consumer * 64 + i / (kHeadDim / 8), chunk = i % (kHeadDim / 8);
       const bool inside = row < q_valid;
@@ -725,9 +716,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     fence_registers(rows.o);
   }
   if (consumer * 64 >= q_valid) return;
-  rows.store<kWsBlockM>(q_tile, consumer * 64 + warp * 16, q_valid,
-                        args.out + (segment.q_begin + q_row0) * args.out_stride + int64_t{head} * kHeadDim,
-                        args.out_stride);
+  rows.store<kWsBlockM>(q_tile, consumer * 64 + warp * 16, q_valid, work.out(args), args.out_stride);
 #elif defined(__CUDA_ARCH__)
   __trap();  // built without sm_90a features: never launched (hopper_attention_available)
 #endif
