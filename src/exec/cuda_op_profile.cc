@@ -33,30 +33,29 @@ cudaEvent_t CudaOpProfile::event_at(size_t index) {
 
 void CudaOpProfile::begin(cudaStream_t stream) {
   if (!enabled_) return;
-  marks_ = 0;
   labels_.clear();
   MOSAIC_CUDA_CHECK(cudaEventRecord(event_at(0), stream));
 }
 
 void CudaOpProfile::mark(const std::string& label, cudaStream_t stream) {
   if (!enabled_) return;
-  ++marks_;
   labels_.push_back(label);
-  MOSAIC_CUDA_CHECK(cudaEventRecord(event_at(marks_), stream));
+  MOSAIC_CUDA_CHECK(cudaEventRecord(event_at(labels_.size()), stream));
 }
 
 void CudaOpProfile::report() {
-  if (!enabled_ || marks_ == 0) return;
-  MOSAIC_CUDA_CHECK(cudaEventSynchronize(events_[marks_]));
+  const size_t marks = labels_.size();
+  if (!enabled_ || marks == 0) return;
+  MOSAIC_CUDA_CHECK(cudaEventSynchronize(events_[marks]));
   std::map<std::string, std::pair<double, int>> totals;  // label -> (ms, ops)
-  for (size_t i = 0; i < marks_; ++i) {
+  for (size_t i = 0; i < marks; ++i) {
     float ms = 0;
     MOSAIC_CUDA_CHECK(cudaEventElapsedTime(&ms, events_[i], events_[i + 1]));
     auto& [sum, count] = totals[labels_[i]];
     sum += ms, ++count;
   }
   float step_ms = 0;
-  MOSAIC_CUDA_CHECK(cudaEventElapsedTime(&step_ms, events_[0], events_[marks_]));
+  MOSAIC_CUDA_CHECK(cudaEventElapsedTime(&step_ms, events_[0], events_[marks]));
   std::vector<std::pair<std::string, std::pair<double, int>>> sorted(totals.begin(), totals.end());
   std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
   std::string line = fmt::format("mosaic profile: step {:.2f} ms on the GPU", step_ms);

@@ -31,8 +31,7 @@ class CudaOpProfile {
 
   bool enabled_ = false;
   std::vector<cudaEvent_t> events_;  // reused across steps
-  std::vector<std::string> labels_;  // labels_[i] ends at events_[i + 1]
-  size_t marks_ = 0;
+  std::vector<std::string> labels_;  // this step's marks: labels_[i] ends at events_[i + 1]
 };
 
 }  // namespace mosaic
