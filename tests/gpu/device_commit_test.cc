@@ -22,6 +22,7 @@
 
 #include "backend/cuda/commit.h"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/test_device_buffer.h"
 #include "exec/step_runner.h"
 #include "gen/confidence.h"
 #include "gen/generator.h"
@@ -37,23 +38,8 @@ namespace fs = std::filesystem;
 
 // ---- the kernel against gen's ranking -------------------------------------------------------
 
-template <typename T>
-struct DeviceArray {
-  T* data = nullptr;
-  size_t count = 0;
-  explicit DeviceArray(const std::vector<T>& host) : count(host.size()) {
-    MOSAIC_CUDA_CHECK(cudaMalloc(&data, std::max<size_t>(count, 1) * sizeof(T)));
-    MOSAIC_CUDA_CHECK(cudaMemcpy(data, host.data(), count * sizeof(T), cudaMemcpyHostToDevice));
-  }
-  ~DeviceArray() { cudaFree(data); }
-  DeviceArray(const DeviceArray&) = delete;
-  DeviceArray& operator=(const DeviceArray&) = delete;
-  std::vector<T> download() const {
-    std::vector<T> host(count);
-    MOSAIC_CUDA_CHECK(cudaMemcpy(host.data(), data, count * sizeof(T), cudaMemcpyDeviceToHost));
-    return host;
-  }
-};
+using cuda::testing_support::DeviceBuffer;
+using cuda::testing_support::download;
 
 class DeviceCommitKernel : public ::testing::Test {
  protected:
@@ -167,31 +153,31 @@ TEST_F(DeviceCommitKernel, ChoosesWhatPositionSelectChoosesOnTheSameStatistics) 
 
     std::vector<float> stats;
     std::vector<HeadRowSampling> sampling;
-    std::vector<std::unique_ptr<DeviceArray<int32_t>>> canvases;
+    std::vector<std::unique_ptr<DeviceBuffer>> canvases;
     std::vector<cuda::CommitSequence> sequences;
     for (const SequenceCase& c : cases) {
-      canvases.push_back(std::make_unique<DeviceArray<int32_t>>(
-          std::vector<int32_t>(static_cast<size_t>(c.length), kUnwritten)));
+      canvases.push_back(
+          std::make_unique<DeviceBuffer>(std::vector<int32_t>(static_cast<size_t>(c.length), kUnwritten)));
       sequences.push_back({static_cast<int64_t>(sampling.size()), static_cast<int64_t>(c.sampling.size()),
-                           canvases.back()->data, c.rule});
+                           canvases.back()->as<int32_t>(), c.rule});
       stats.insert(stats.end(), c.stats.begin(), c.stats.end());
       sampling.insert(sampling.end(), c.sampling.begin(), c.sampling.end());
     }
-    const DeviceArray<float> device_stats(stats);
-    const DeviceArray<HeadRowSampling> device_sampling(sampling);
-    const DeviceArray<cuda::CommitSequence> device_sequences(sequences);
-    DeviceArray<CommittedRow> out(std::vector<CommittedRow>(sampling.size()));
+    const DeviceBuffer device_stats(stats), device_sampling(sampling), device_sequences(sequences);
+    const DeviceBuffer out(std::vector<CommittedRow>(sampling.size()));
     cuda::CommitArgs args;
-    args.stats = device_stats.data, args.stats_stride = kHeadStatCount;
-    args.sampling = device_sampling.data;
-    args.sequences = device_sequences.data, args.sequence_count = static_cast<int64_t>(sequences.size());
-    args.out = out.data;
+    args.stats = device_stats.as<float>(), args.stats_stride = kHeadStatCount;
+    args.sampling = device_sampling.as<HeadRowSampling>();
+    args.sequences = device_sequences.as<cuda::CommitSequence>();
+    args.sequence_count = static_cast<int64_t>(sequences.size());
+    args.out = out.as<CommittedRow>();
     cuda::commit_rows(args, nullptr);
     MOSAIC_CUDA_CHECK(cudaDeviceSynchronize());
-    const std::vector<CommittedRow> got = out.download();
+    const std::vector<CommittedRow> got = download<CommittedRow>(out, sampling.size());
     int64_t tied = 0;
     for (size_t s = 0; s < cases.size(); ++s)
-      tied += expect_sequence(cases[s], got.data() + sequences[s].row_begin, canvases[s]->download(), s);
+      tied += expect_sequence(cases[s], got.data() + sequences[s].row_begin,
+                              download<int32_t>(*canvases[s], static_cast<size_t>(cases[s].length)), s);
     EXPECT_GT(tied, 100) << "the cases must hold exact ties";
   }
 }

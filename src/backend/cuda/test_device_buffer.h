@@ -1,5 +1,5 @@
 // Device memory for the CUDA kernel tests: an owning buffer and copies to and from host vectors.
-// Test-only (included by *_test.cc of this module).
+// Test-only (included by the *_test.cc of this module and of tests/gpu).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -16,6 +16,14 @@ struct DeviceBuffer {
   void* data = nullptr;
   DeviceBuffer() = default;
   explicit DeviceBuffer(size_t bytes) { MOSAIC_CUDA_CHECK(cudaMalloc(&data, std::max<size_t>(bytes, 1))); }
+  template <typename T>  // a copy of `host`
+  explicit DeviceBuffer(const std::vector<T>& host) : DeviceBuffer(host.size() * sizeof(T)) {
+    MOSAIC_CUDA_CHECK(cudaMemcpy(data, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+  }
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(data);
+  }
   ~DeviceBuffer() { cudaFree(data); }
   bool try_allocate(size_t bytes) {  // false (error cleared) when the device lacks the memory
     if (cudaMalloc(&data, bytes) == cudaSuccess) return true;
