@@ -34,6 +34,19 @@ std::optional<CommitRule> first_rule(Family family, const std::function<void(Gen
   return decoder.device_commit_rule();
 }
 
+const ModelConfig& tiny_llada() {
+  static const ModelConfig config = test_model_preset(Family::llada, "tiny");
+  return config;
+}
+
+// A tiny LLaDA decoder that unmasks 4 positions after the prompt {7, 8} in `steps` steps.
+SequenceDecoder four_positions_in(int64_t steps) {
+  GenerationOptions options;
+  options.gen_length = 4, options.steps = steps;
+  validate_generation_options(tiny_llada(), options);
+  return SequenceDecoder(tiny_llada(), {7, 8}, options);
+}
+
 TEST(DeviceCommitRule, LladaLowConfidenceIsTopKOfTheQuota) {
   size_t candidates = 0;
   const auto rule = first_rule(Family::llada, [](GenerationOptions& o) { o.temperature = 0.5; }, &candidates);
@@ -98,11 +111,7 @@ TEST(DeviceCommitRule, PathsTheHostMustRankHaveNone) {
 
 TEST(DeviceCommitRule, AStepWithoutCandidatesHasNone) {
   // 4 positions over 8 steps: quotas 1, 1, 1, 1, then 0 (a step with no forward).
-  const ModelConfig config = test_model_preset(Family::llada, "tiny");
-  GenerationOptions options;
-  options.gen_length = 4, options.steps = 8;
-  validate_generation_options(config, options);
-  SequenceDecoder decoder(config, {7, 8}, options);
+  SequenceDecoder decoder = four_positions_in(8);
   for (int step = 0; step < 4; ++step) {
     const size_t n = decoder.prepare().candidates.size();
     ASSERT_EQ(decoder.device_commit_rule()->k, 1);
@@ -115,16 +124,12 @@ TEST(DeviceCommitRule, AStepWithoutCandidatesHasNone) {
 }
 
 TEST(CommitFromDevice, UnmasksTheFlaggedRowsAndReportsThemInPositionOrder) {
-  const ModelConfig config = test_model_preset(Family::llada, "tiny");
-  GenerationOptions options;
-  options.gen_length = 4, options.steps = 2;
-  validate_generation_options(config, options);
-  SequenceDecoder decoder(config, {7, 8}, options);
+  SequenceDecoder decoder = four_positions_in(2);
   ASSERT_THAT(decoder.prepare().candidates, ElementsAre(2, 3, 4, 5));
   ASSERT_EQ(decoder.device_commit_rule()->k, 2);
   const std::vector<CommittedRow> rows = {{11, 0, 0.1}, {12, 1, 0.9}, {13, 0, 0.2}, {14, 1, 0.4}};
   decoder.commit_from_device(rows);
-  const int32_t mask = static_cast<int32_t>(config.mask_token_id);
+  const int32_t mask = static_cast<int32_t>(tiny_llada().mask_token_id);
   EXPECT_THAT(decoder.canvas(), ElementsAre(7, 8, mask, 12, mask, 14));
   EXPECT_THAT(decoder.last_committed(), ElementsAre(3, 5));
   EXPECT_THAT(decoder.last_committed_confidence(), ElementsAre(0.9f, 0.4f));
