@@ -181,8 +181,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
           const float p1 =
               exp2_approx(__fmaf_rn(s[j][2 * half + 1], args.scale_log2, -shifted_max[half]));
           p[j][half] = pack_bf16x2(p0, p1);
-          // The normaliser sums the rounded weights that P V uses.
-          tile_sum[half] = __fadd_rn(tile_sum[half], __fadd_rn(bf16_low(p[j][half]), bf16_high(p[j][half])));
+          // The normaliser sums the weights before they are rounded for P V (as the Hopper kernel,
+          // FlashAttention and cuDNN do).
+          tile_sum[half] = __fadd_rn(tile_sum[half], __fadd_rn(p0, p1));
         }
       }
 #pragma unroll

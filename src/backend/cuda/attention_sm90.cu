@@ -322,9 +322,9 @@ struct RowBlock {
     }
   }
   // Softmax, second half (once no P V in flight reads p or writes o): P rounded to bf16, the
-  // normaliser l = l alpha + rowsum P over the rounded weights P V uses, O scaled by alpha.
-  // kSumUnroundedP (the workbench's experiment only; it changes results in the last bits): sum the
-  // fp32 weights before rounding, as FlashAttention does, which saves unpacking P.
+  // normaliser l = l alpha + rowsum P, O scaled by alpha. kSumUnroundedP (the engine's choice)
+  // sums the fp32 weights before they are rounded, as FlashAttention and cuDNN do and as the CPU
+  // kernel does in double; without it, l sums the rounded weights P V uses (one unpack per pair).
   template <bool kSkipUnitRescale = false, bool kSumUnroundedP = false>
   __device__ __forceinline__ void round_and_rescale() {
     float tile_sum[2] = {0.0f, 0.0f};
@@ -528,15 +528,15 @@ __device__ __forceinline__ void warp_copy_half_tile(uint32_t tile, const __nv_bf
 }
 #endif
 
-// The engine's kernel. Switches (the engine turns on the first three; the workbench times the
-// other combinations):
+// The engine's kernel. Switches (the engine turns all four on; the workbench times the other
+// combinations):
 // kSkipUnitRescale — RowBlock::round_and_rescale skips O * alpha where alpha is 1 for the warp;
 // kQInRegisters — each warp loads its 16 Q rows into registers once and S reads A from them;
 // kTmaLoads — one producer warp loads each whole K/V tile with two TMA boxes (64 columns each,
 // from k_map / v_map) and arms the stage's full barrier with the byte count; a tile that runs
 // past its segment is copied by that warp with cp.async instead, so that its missing rows are
 // zeros. Without it, four warps copy with cp.async as described below;
-// kSumUnroundedP — the normaliser sums P before it is rounded (an experiment, not yet validated).
+// kSumUnroundedP — the normaliser sums P before it is rounded (see RowBlock::round_and_rescale).
 template <bool kSkipUnitRescale, bool kQInRegisters, bool kTmaLoads, bool kSumUnroundedP = false>
 __global__ void __launch_bounds__(kWsThreads, 1)
     flash_attention_ws_kernel(const KernelArgs args, int64_t segment_offset, const __grid_constant__ CUtensorMap k_map,
@@ -778,7 +778,7 @@ bool device_runs_wgmma_kernel(int device) {
   }
   if (major != 9 || minor != 0) return false;  // sm_90a code runs on compute capability 9.0 only
   cudaFuncAttributes attributes;                // and only if this binary holds it
-  if (cudaFuncGetAttributes(&attributes, flash_attention_ws_kernel<true, true, true>) != cudaSuccess) {
+  if (cudaFuncGetAttributes(&attributes, flash_attention_ws_kernel<true, true, true, true>) != cudaSuccess) {
     (void)cudaGetLastError();
     return false;
   }
@@ -806,7 +806,7 @@ bool hopper_attention_available() {
 
 void hopper_attention(const AttentionArgs& args, cudaStream_t stream) {
   // attention() has checked what TMA needs too: 16-byte aligned rows (base and stride).
-  hopper::launch_warp_specialised<true, true, true>(args, stream);
+  hopper::launch_warp_specialised<true, true, true, true>(args, stream);
 }
 
 }  // namespace mosaic::cuda
