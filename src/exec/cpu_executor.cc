@@ -112,6 +112,7 @@ std::vector<float> CpuExecutor::run(const Graph& graph, const PlannedStep& plann
         args.b = weight.data, args.b_dtype = weight.dtype, args.ldb = weight.shape[1];
         args.c = f32(op.out), args.ldc = cols(op.out);
         if (op.has_bias) args.bias = small_weight(op.layer, bias_role_of(op.weight)).data();
+        args.accumulate = op.accumulate;
         cpu::gemm_nt(args);
         break;
       }
@@ -133,9 +134,6 @@ std::vector<float> CpuExecutor::run(const Graph& graph, const PlannedStep& plann
       }
       case OpKind::swiglu:
         cpu::swiglu(op.rows, cols(op.out), f32(op.out), cols(op.out), f32(op.b), cols(op.b));
-        break;
-      case OpKind::add:
-        cpu::add_inplace(op.rows, cols(op.out), f32(op.out), cols(op.out), f32(op.b), cols(op.b));
         break;
       case OpKind::lm_head: {
         cpu::GemmArgs args;

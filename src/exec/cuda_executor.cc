@@ -233,6 +233,7 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
         args.b = x.on_device(view), args.ldb = view.shape[1];
         args.c = address(op.out), args.ldc = cols(op.out), args.c_dtype = DType::bf16;
         if (op.has_bias) args.bias = x.on_device(weight_of(w, op.layer, bias_role_of(op.weight)));
+        args.accumulate = op.accumulate;
         x.gemm.run(args, stream);
         break;
       }
@@ -257,9 +258,6 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
       }
       case OpKind::swiglu:
         cuda::swiglu(op.rows, cols(op.out), address(op.out), cols(op.out), address(op.b), cols(op.b), stream);
-        break;
-      case OpKind::add:
-        cuda::add_inplace(op.rows, cols(op.out), address(op.out), cols(op.out), address(op.b), cols(op.b), stream);
         break;
       case OpKind::lm_head: {
         cuda::GemmArgs args;

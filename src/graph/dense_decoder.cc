@@ -6,6 +6,8 @@
 //     query pass, per attention chunk Q:    n = norm(x[Q]); q = n Wq^T; rope(q)
 //                                           x[Q] += attention(q, K, V) Wo^T
 //     FFN, per ffn chunk F:                 n = norm(x[F]); x[F] += (silu(n Wg^T) * n Wu^T) Wd^T
+//   (each "x +=" is the projection itself, accumulating into the residual rows: no projection
+//   output tensor, no separate add; docs/design/fused-residual.md)
 //   head, per head chunk C of candidates:  h = norm(x[logit_rows[C]]); logits[C] = h Wlm^T
 //                                           (or per-row statistics when fused)
 //
@@ -58,6 +60,13 @@ struct Builder {
     this->op(op);
   }
 
+  // x[row, row + rows) += in W^T: a projection closing a residual block.
+  void linear_into_residual(int32_t layer, WeightRole weight, int32_t in, int64_t row, int64_t rows) {
+    GraphOp op = make(OpKind::linear, layer, weight, {x, row}, {in, 0}, rows);
+    op.accumulate = true;
+    this->op(op);
+  }
+
   void rope(TensorRef target, int64_t row, int64_t rows) {
     GraphOp op = make(OpKind::rope, -1, WeightRole::embedding, target, {}, rows);
     op.b = {positions, row};
@@ -82,12 +91,6 @@ struct Builder {
     GraphOp op = make(OpKind::attention, layer, WeightRole::embedding, {out, 0}, {q, 0}, rows);
     op.b = {k, 0}, op.c = {v, 0};
     op.segment_begin = segments_for(row, rows, &op.segment_count);
-    this->op(op);
-  }
-
-  void add_residual(int32_t y, int64_t row, int64_t rows) {
-    GraphOp op = make(OpKind::add, -1, WeightRole::embedding, {x, row}, {}, rows);
-    op.b = {y, 0};
     this->op(op);
   }
 
@@ -131,15 +134,13 @@ struct Builder {
     }
   }
 
-  // attention over the query rows [row, row + rows) held in q, projection, residual add.
+  // attention over the query rows [row, row + rows) held in q, its projection added to x.
   void query_tail(int32_t l, int32_t q, int32_t k, int32_t v, int64_t row, int64_t rows,
                   int32_t chunk) {
     const int64_t cap = g.graph().tensors[q].rows;
     const int32_t a = g.tensor(Role::attn_out, Cat::attention, act(), cap, c.q_dim(), l, chunk);
     attention(l, a, q, k, v, row, rows);
-    const int32_t o = g.tensor(Role::attn_proj, Cat::attention, act(), cap, c.hidden, l, chunk);
-    linear(l, WeightRole::o, {o, 0}, a, rows);
-    add_residual(o, row, rows);
+    linear_into_residual(l, WeightRole::o, a, row, rows);
   }
 
   void ffn_block(int32_t l) {
@@ -157,9 +158,7 @@ struct Builder {
       GraphOp swiglu = make(OpKind::swiglu, l, WeightRole::embedding, {gate, 0}, {}, r.rows);
       swiglu.b = {up, 0};
       op(swiglu);
-      const int32_t down = g.tensor(Role::ffn_out, Cat::ffn, act(), cap, c.hidden, l, chunk);
-      linear(l, WeightRole::down, {down, 0}, gate, r.rows);
-      add_residual(down, r.begin, r.rows);
+      linear_into_residual(l, WeightRole::down, gate, r.begin, r.rows);
     }
   }
 

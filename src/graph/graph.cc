@@ -35,7 +35,6 @@ std::string_view op_kind_name(OpKind kind) {
     case OpKind::rope: return "rope";
     case OpKind::attention: return "attention";
     case OpKind::swiglu: return "swiglu";
-    case OpKind::add: return "add";
     case OpKind::lm_head: return "lm_head";
     case OpKind::lm_head_stats: return "lm_head_stats";
   }
@@ -55,11 +54,9 @@ std::string_view role_name(TensorRole role) {
     case TensorRole::k: return "k";
     case TensorRole::v: return "v";
     case TensorRole::attn_out: return "attn_out";
-    case TensorRole::attn_proj: return "attn_proj";
     case TensorRole::ffn_norm: return "ffn_norm";
     case TensorRole::gate: return "gate";
     case TensorRole::up: return "up";
-    case TensorRole::ffn_out: return "ffn_out";
     case TensorRole::head_norm: return "head_norm";
     case TensorRole::logits: return "logits";
     case TensorRole::head_stats: return "head_stats";

@@ -5,8 +5,9 @@
 //
 // Tensors are row-major 2-D [rows, cols]. An op addresses a tensor through a TensorRef: the
 // tensor plus a first row, so a chunked op reads or writes a block of rows of a full-length
-// tensor (e.g. rows [a, b) of K) without a separate tensor. In-place ops (RoPE, residual add,
-// SwiGLU) write the tensor they read; the graph records them as aliases of their input.
+// tensor (e.g. rows [a, b) of K) without a separate tensor. In-place ops (RoPE, SwiGLU, and the
+// accumulating linear that adds a projection to the residual stream) write the tensor they read;
+// the graph records them as aliases of their input.
 #pragma once
 
 #include <cstdint>
@@ -26,16 +27,16 @@ enum class TensorCategory : uint8_t {
   norm,       // RMSNorm outputs feeding projections
   query,      // Q
   kv,         // K and V (full length: every query attends to every key)
-  attention,  // attention output and its projection
-  ffn,        // gate, up, down projection output
+  attention,  // attention output (its projection accumulates into the residual)
+  ffn,        // gate and up projections (SwiGLU writes over gate)
   head,       // LM head input and results
   count,
 };
 
 enum class TensorRole : uint8_t {
   ids, positions, logit_rows, residual,
-  attn_norm, q, k, v, attn_out, attn_proj,
-  ffn_norm, gate, up, ffn_out,
+  attn_norm, q, k, v, attn_out,
+  ffn_norm, gate, up,
   head_norm, logits, head_stats, head_scratch,
 };
 
@@ -55,11 +56,10 @@ struct GraphTensor {
 enum class OpKind : uint8_t {
   embed,      // out[r] = embedding[ids[r]]
   rms_norm,   // out[r] = rms_norm(in[r]) * w; with `index`, in row r is in[index[r]]
-  linear,     // out = in W^T (+ bias)
+  linear,     // out = in W^T (+ bias); with `accumulate`, out += in W^T (the residual add)
   rope,       // in place on out (q or k rows), positions from `b`
   attention,  // out = softmax(q k^T / sqrt(d)) v over the op's segments; q = a, k = b, v = c
   swiglu,     // in place: out = silu(out) * b
-  add,        // in place: out += b
   lm_head,    // out (logits, fp32) = a W_lm^T for the candidate rows
   lm_head_stats,  // fused: per candidate row, statistics of a W_lm^T without materialising it
 };
@@ -75,6 +75,7 @@ struct GraphOp {
   int32_t layer = -1;            // weights of this decoder layer (-1: global weights)
   WeightRole weight = WeightRole::embedding;
   bool has_bias = false;         // linear: the weight's bias (q/k/v) is added
+  bool accumulate = false;       // linear: adds its product to out (the residual stream) in place
   TensorRef out, a, b, c;        // see OpKind for the meaning of each
   TensorRef index;               // rms_norm over gathered rows
   TensorRef scratch;             // memory the op uses only while it runs (the fused head's partials)

@@ -32,7 +32,7 @@ void GraphBuilder::write(const TensorRef& ref, int32_t op) {
 void GraphBuilder::op(GraphOp op) {
   const int32_t index = graph_.op_count();
   MOSAIC_ASSERT(op.out.valid(), "op {} has no output", index);
-  const bool in_place = op.kind == OpKind::rope || op.kind == OpKind::swiglu || op.kind == OpKind::add;
+  const bool in_place = op.kind == OpKind::rope || op.kind == OpKind::swiglu || op.accumulate;
   if (in_place) read(op.out, index);
   for (const TensorRef* input : {&op.a, &op.b, &op.c, &op.index}) read(*input, index);
   write(op.out, index);

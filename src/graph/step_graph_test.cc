@@ -20,8 +20,8 @@ TEST(StepGraph, UnchunkedShapesAndLifetimes) {
   const Graph g = instantiate_step_graph(c, StepShape{{10, 4}, {6, 2}}, {}, {});
   EXPECT_EQ(g.tokens, 14);
   EXPECT_EQ(g.candidates, 8);
-  // Per layer: norm, q, k, v, rope x2, attention, o, add, norm, gate, up, swiglu, down, add.
-  EXPECT_EQ(g.op_count(), 1 + c.layers * 15 + 2);
+  // Per layer: norm, q, k, v, rope x2, attention, o (into x), norm, gate, up, swiglu, down (into x).
+  EXPECT_EQ(g.op_count(), 1 + c.layers * 13 + 2);
   const GraphTensor& logits = g.tensors[g.output];
   EXPECT_EQ(logits.rows, 8);
   EXPECT_EQ(logits.cols, c.vocab);
@@ -49,10 +49,10 @@ TEST(StepGraph, ChunkedTensorsStayWithinTheirChunk) {
   for (int32_t t = 0; t < static_cast<int32_t>(g.tensors.size()); ++t) {
     const GraphTensor& tensor = g.tensors[t];
     switch (tensor.role) {
-      case TensorRole::gate: case TensorRole::up: case TensorRole::ffn_out:
+      case TensorRole::gate: case TensorRole::up:
         EXPECT_EQ(tensor.rows, (T + 4) / 5) << g.tensor_name(t);
         break;
-      case TensorRole::q: case TensorRole::attn_out: case TensorRole::attn_proj:
+      case TensorRole::q: case TensorRole::attn_out:
         EXPECT_EQ(tensor.rows, (T + 3) / 4) << g.tensor_name(t);
         break;
       case TensorRole::head_norm: EXPECT_EQ(tensor.rows, (M + 1) / 2); break;
@@ -61,13 +61,18 @@ TEST(StepGraph, ChunkedTensorsStayWithinTheirChunk) {
       default: break;
     }
   }
-  // Every row is written exactly once by each layer's FFN residual adds, and attention segments
+  // Every residual row is added to exactly once by each layer's down projection, and attention segments
   // stay inside one sequence and cover every query row once.
   std::map<int32_t, std::vector<int>> ffn_rows, query_rows;
   const std::vector<int64_t> offsets = {0, 37, 45, 46};
   for (const GraphOp& op : g.ops) {
-    if (op.kind == OpKind::add && g.tensors[op.b.tensor].role == TensorRole::ffn_out) {
-      auto& covered = ffn_rows[g.tensors[op.b.tensor].layer];
+    if (op.kind == OpKind::linear) {  // exactly the o and down projections add into x
+      const bool closes_block = op.weight == WeightRole::o || op.weight == WeightRole::down;
+      EXPECT_EQ(op.accumulate, closes_block) << weight_role_name(op.weight);
+      EXPECT_EQ(g.tensors[op.out.tensor].role == TensorRole::residual, closes_block);
+    }
+    if (op.kind == OpKind::linear && op.weight == WeightRole::down) {
+      auto& covered = ffn_rows[op.layer];
       covered.resize(T);
       for (int64_t r = 0; r < op.rows; ++r) ++covered[op.out.row + r];
     }

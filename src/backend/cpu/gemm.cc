@@ -6,7 +6,8 @@
 //      below K8, in increasing k;
 //   2. the lanes are summed by one fixed tree: ((l0+l4) + (l2+l6)) + ((l1+l5) + (l3+l7));
 //   3. the tail k in [K8, K) is added in increasing k, each with fma(A[i, k], B[n, k], sum);
-//   4. bias[n], when given, is added last.
+//   4. bias[n], when given, is added last;
+//   5. with `accumulate`, the result is added to the C[i, n] already there (C + result, once).
 // Edge tiles are not special-cased: a partial tile repeats its last valid A row and zero-pads its
 // missing B columns, runs the one full-size kernel, and stores only the valid elements. Every
 // element therefore goes through the same instructions wherever it falls.
@@ -205,7 +206,10 @@ void gemm_panel_group(const GemmArgs& args, int64_t panel_begin, int64_t panel_e
       dot_tile(args.k, a_rows, packed.data() + (p - panel_begin) * panel_elems,
                args.bias ? bias : nullptr, out);
       float* c_tile = args.c + row * args.ldc + col;
-      if (valid_rows == kTileRows && valid_cols == kTileCols) {  // fixed-size: plain moves
+      if (args.accumulate) {
+        for (int64_t r = 0; r < valid_rows; ++r)
+          for (int64_t j = 0; j < valid_cols; ++j) c_tile[r * args.ldc + j] += out[r][j];
+      } else if (valid_rows == kTileRows && valid_cols == kTileCols) {  // fixed-size: plain moves
         for (int r = 0; r < kTileRows; ++r)
           for (int j = 0; j < kTileCols; ++j) c_tile[r * args.ldc + j] = out[r][j];
       } else {

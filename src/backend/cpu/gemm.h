@@ -1,5 +1,6 @@
 // fp32 matrix product against a weight stored as [out_features, in_features] ("NT" layout):
-//   C[i, n] = sum_k A[row(i), k] * B[n, k]  (+ bias[n])
+//   C[i, n] = sum_k A[row(i), k] * B[n, k]  (+ bias[n]),  or with `accumulate`  C[i, n] += that
+//   (a residual add fused into the product: C + result, one fp32 addition)
 // A is fp32; B may be fp32, bf16 or fp16 (converted exactly to fp32 as it is packed); C is fp32.
 //
 // Determinism contract (docs/design/cpu-gemm.md): every element of C is computed with one fixed
@@ -25,6 +26,7 @@ struct GemmArgs {
   float* c = nullptr;
   int64_t ldc = 0;                        // elements between rows of C
   const float* bias = nullptr;            // optional, length n, added after the sum
+  bool accumulate = false;                // C += product instead of C = product
 };
 
 // Runs on the OpenMP thread pool (parallel over column panels); called inside an active parallel

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -223,6 +224,25 @@ TEST(GemmNt, BiasIsAddedAfterTheSum) {
   for (int64_t i = 0; i < p.m; ++i) {
     for (int64_t j = 0; j < p.n; ++j) {
       EXPECT_EQ(biased[i * p.n + j], plain[i * p.n + j] + p.bias[j]);
+    }
+  }
+}
+
+// accumulate: C + (product + bias), one fp32 addition per element, over a strided C whose
+// padding stays as it was, for edge tiles too (m, n not multiples of the tile).
+TEST(GemmNt, AccumulateAddsTheProductToC) {
+  const Problem p(7, 10, 19, 750);
+  const int64_t ldc = 13;
+  std::vector<float> c = random_floats(p.m * ldc, 751);
+  const std::vector<float> before = c;
+  GemmArgs args = p.args(c.data());
+  args.ldc = ldc, args.accumulate = true;
+  gemm_nt(args);
+  for (int64_t i = 0; i < p.m; ++i) {
+    for (int64_t j = 0; j < ldc; ++j) {
+      const float want = j < p.n ? before[i * ldc + j] + contract_dot(&p.a[i * p.k], &p.b[j * p.k], p.k, &p.bias[j])
+                                 : before[i * ldc + j];
+      ASSERT_EQ(std::bit_cast<uint32_t>(c[i * ldc + j]), std::bit_cast<uint32_t>(want)) << i << "," << j;
     }
   }
 }

@@ -186,22 +186,6 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 template <bool kAligned>
-__global__ void add_inplace_kernel(ChunkGrid grid, bf16* x, int64_t x_stride, const bf16* y,
-                                   int64_t y_stride) {
-  for (int64_t i = first_item(); i < grid.items(); i += item_stride()) {
-    const int64_t r = i / grid.chunks_per_row;
-    const int64_t c = (i - r * grid.chunks_per_row) * kChunk;
-    const int count = static_cast<int>(min(int64_t{kChunk}, grid.dim - c));
-    float a[kChunk], b[kChunk];
-    load_chunk<kAligned>(x + r * x_stride + c, count, a);
-    load_chunk<kAligned>(y + r * y_stride + c, count, b);
-#pragma unroll
-    for (int e = 0; e < kChunk; ++e) a[e] += b[e];
-    store_chunk<kAligned>(x + r * x_stride + c, count, a);
-  }
-}
-
-template <bool kAligned>
 __global__ void swiglu_kernel(ChunkGrid grid, bf16* gate, int64_t gate_stride, const bf16* up,
                               int64_t up_stride) {
   for (int64_t i = first_item(); i < grid.items(); i += item_stride()) {
@@ -345,24 +329,6 @@ void rms_norm(int64_t rows, int64_t dim, const void* x, int64_t x_stride, const 
       rms_norm_kernel<false, kThreads><<<blocks, kThreads, 0, stream>>>(
           rows, dim, xb, x_stride, rows_index, wb, eps, ob, out_stride);
     }
-  }
-  MOSAIC_CUDA_CHECK_LAUNCH();
-}
-
-void add_inplace(int64_t rows, int64_t dim, void* x, int64_t x_stride, const void* y,
-                 int64_t y_stride, cudaStream_t stream) {
-  ELEMENTWISE_REQUIRE(dim > 0 && x_stride >= dim && y_stride >= dim);
-  if (rows <= 0) return;
-  const ChunkGrid grid = chunk_grid(rows, dim);
-  const bool aligned = dim % kChunk == 0 && x_stride % kChunk == 0 && y_stride % kChunk == 0 &&
-                       aligned16(x) && aligned16(y);
-  const int blocks = grid_for(grid.items(), kThreads);
-  bf16* xb = static_cast<bf16*>(x);
-  const bf16* yb = static_cast<const bf16*>(y);
-  if (aligned) {
-    add_inplace_kernel<true><<<blocks, kThreads, 0, stream>>>(grid, xb, x_stride, yb, y_stride);
-  } else {
-    add_inplace_kernel<false><<<blocks, kThreads, 0, stream>>>(grid, xb, x_stride, yb, y_stride);
   }
   MOSAIC_CUDA_CHECK_LAUNCH();
 }

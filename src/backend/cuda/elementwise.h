@@ -29,10 +29,6 @@ void embedding_gather(int64_t tokens, int64_t dim, const int32_t* ids, const voi
 void rms_norm(int64_t rows, int64_t dim, const void* x, int64_t x_stride, const int32_t* rows_index,
               const void* weight, float eps, void* out, int64_t out_stride, cudaStream_t stream);
 
-// x[r] += y[r] (bf16, the sum rounded to bf16 as PyTorch's bf16 add does).
-void add_inplace(int64_t rows, int64_t dim, void* x, int64_t x_stride, const void* y,
-                 int64_t y_stride, cudaStream_t stream);
-
 enum class RopePrecision { fp32, bf16_tables };
 
 // In place on x [tokens, heads, head_dim] (bf16); positions device int32 [tokens].

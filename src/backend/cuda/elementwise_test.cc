@@ -279,37 +279,11 @@ TEST_F(CudaElementwise, RmsNormRowBitsIndependentOfCallShape) {
   }
 }
 
-// ---- add_inplace, swiglu --------------------------------------------------------------------
+// ---- swiglu ---------------------------------------------------------------------------------
 
 struct PairCase {
   int64_t rows, dim, x_stride, y_stride;
 };
-
-TEST_F(CudaElementwise, AddInplaceRoundsTheSumOnce) {
-  for (const PairCase c : {PairCase{13, 4096, 4096, 4104}, PairCase{9, 77, 80, 81}}) {
-    SCOPED_TRACE(testing::Message() << "dim " << c.dim);
-    const std::vector<uint16_t> x = random_bf16(c.rows * c.x_stride, 21 + c.dim, 4.0f);
-    const std::vector<uint16_t> y = random_bf16(c.rows * c.y_stride, 22 + c.dim, 4.0f);
-    DeviceArray<uint16_t> x_dev(x), y_dev(y);
-    add_inplace(c.rows, c.dim, x_dev.get(), c.x_stride, y_dev.get(), c.y_stride, nullptr);
-    const std::vector<uint16_t> got = x_dev.download();
-    RelativeL2 error;
-    for (int64_t r = 0; r < c.rows; ++r) {
-      for (int64_t i = 0; i < c.x_stride; ++i) {
-        const uint16_t xi = x[r * c.x_stride + i];
-        if (i >= c.dim) {
-          ASSERT_EQ(got[r * c.x_stride + i], xi) << "gap " << r << " " << i;
-          continue;
-        }
-        const uint16_t yi = y[r * c.y_stride + i];
-        // bf16 + bf16 in fp32 then one rounding: what PyTorch's bf16 add computes, bit for bit.
-        ASSERT_EQ(got[r * c.x_stride + i], f32_to_bf16(bf(xi) + bf(yi))) << r << " " << i;
-        error.add(bf(got[r * c.x_stride + i]), double(bf(xi)) + bf(yi));
-      }
-    }
-    EXPECT_LE(error.value(), 1e-2);
-  }
-}
 
 TEST_F(CudaElementwise, SwigluMatchesReference) {
   for (const PairCase c : {PairCase{11, 1024, 1024, 1032}, PairCase{5, 45, 47, 45}}) {
@@ -418,7 +392,6 @@ TEST_F(CudaElementwise, RopeMatchesReferenceInBothPrecisions) {
 
 TEST_F(CudaElementwise, EmptyCallsLaunchNothing) {
   rms_norm(0, 64, nullptr, 64, nullptr, nullptr, 1e-5f, nullptr, 64, nullptr);
-  add_inplace(0, 64, nullptr, 64, nullptr, 64, nullptr);
   swiglu(0, 64, nullptr, 64, nullptr, 64, nullptr);
   rope(0, 2, 64, nullptr, 128, nullptr, 10000.0, RopePrecision::fp32, nullptr);
   embedding_gather(0, 64, nullptr, nullptr, DType::bf16, nullptr, 64, nullptr);

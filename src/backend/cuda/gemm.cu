@@ -285,6 +285,8 @@ void Gemm::run(const GemmArgs& args, cudaStream_t stream) {
   GEMM_REQUIRE(args.m >= 0 && args.n > 0 && args.k > 0);
   GEMM_REQUIRE(args.c_dtype == DType::bf16 || args.c_dtype == DType::f32);
   GEMM_REQUIRE(args.lda >= args.k && args.ldb >= args.k && args.ldc >= args.n);
+  // The graph never asks for both; the order of the two additions would otherwise be a choice.
+  GEMM_REQUIRE(!(args.accumulate && args.bias != nullptr));
   if (args.m == 0) return;
   GEMM_REQUIRE(args.a != nullptr && args.b != nullptr && args.c != nullptr);
 
@@ -298,8 +300,10 @@ void Gemm::run(const GemmArgs& args, cudaStream_t stream) {
     MOSAIC_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                                        &args.bias, sizeof(args.bias)));
   }
+  // beta does not enter the algorithm choice: one pinned algorithm serves both forms. With beta = 1
+  // cuBLASLt reads C and writes D = A B + C in place (C and D share pointer and layout).
   const Impl::CallPlan& plan = impl_->plan_for(args, desc, bias_epilogue);
-  const float alpha = 1.0f, beta = 0.0f;
+  const float alpha = 1.0f, beta = args.accumulate ? 1.0f : 0.0f;
   MOSAIC_CUBLAS_CHECK(cublasLtMatmul(impl_->handle, desc, &alpha, args.b, plan.layouts.weight.get(),
                                      args.a, plan.layouts.activation.get(), &beta, args.c,
                                      plan.layouts.output.get(), args.c, plan.layouts.output.get(),

@@ -1,6 +1,8 @@
 // bf16 matrix products through cuBLASLt with fp32 accumulation, against weights stored
 // [out_features, in_features] (y = x W^T (+ bias)):
-//   C[m, n] = sum_k A[m, k] * B[n, k]  (+ bias[n]),  A, B bf16; C bf16 or fp32.
+//   C[m, n] = sum_k A[m, k] * B[n, k]  (+ bias[n]),  A, B bf16; C bf16 or fp32;
+// or, with `accumulate`, C[m, n] += the sum (one rounding of C + sum: a residual add fused into
+// the product's epilogue, cuBLASLt's beta = 1 with C and D the same matrix).
 //
 // Determinism (ARCHITECTURE.md, "Exactness"): one algorithm per (n, k, dtypes) is chosen once
 // and reused for every m, with no split-K, so a row of C is computed the same way whatever m is
@@ -24,6 +26,7 @@ struct GemmArgs {
   void* c = nullptr;        int64_t ldc = 0;   // [m, n], row stride ldc
   DType c_dtype = DType::bf16;                 // bf16 or f32
   const void* bias = nullptr;                  // bf16 [n] or null
+  bool accumulate = false;                     // C += product (no bias with it)
 };
 
 class Gemm {

@@ -12,6 +12,7 @@
 #include <initializer_list>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/cuda/cuda_check.h"
@@ -251,6 +252,47 @@ TEST_F(CudaGemm, RowChunksAreBitIdenticalAtModelShapes) {
                                   {1000, 1537}, false);
   expect_row_chunks_bit_identical({1024, 4096, 4096, 4096, 4096, 4096, DType::bf16, false},
                                   {384, 1000}, false);
+}
+
+// accumulate (the residual add fused into the o / down projections): C = C_old + A B^T, with C_old
+// as large as the product so that ignoring or doubling either fails; the stride gap stays poison;
+// and accumulating in row chunks gives the bits of one call.
+TEST_F(CudaGemm, AccumulateAddsTheProductToC) {
+  const Shape shape{300, 384, 512, 512, 512, 392, DType::bf16, false};
+  SCOPED_TRACE(describe(shape));
+  std::vector<uint16_t> start(shape.m * shape.ldc, 0xffff);  // NaN in the gap
+  std::mt19937 rng(31);
+  std::uniform_real_distribution<float> dist(-8.0f, 8.0f);
+  for (int64_t i = 0; i < shape.m; ++i)
+    for (int64_t j = 0; j < shape.n; ++j) start[i * shape.ldc + j] = f32_to_bf16(dist(rng));
+  Problem whole(shape, 30), chunked(shape, 30);
+  for (Problem* p : {&whole, &chunked})
+    MOSAIC_CUDA_CHECK(cudaMemcpy(p->c_dev.get(), start.data(), start.size() * 2, cudaMemcpyHostToDevice));
+  Gemm gemm;
+  GemmArgs args = whole.args(0, shape.m);
+  args.accumulate = true;
+  gemm.run(args, nullptr);
+  for (const auto [begin, end] : {std::pair<int64_t, int64_t>{0, 77}, {77, 300}}) {
+    args = chunked.args(begin, end);
+    args.accumulate = true;
+    gemm.run(args, nullptr);
+  }
+  const std::vector<float> c = whole.c_values();
+  double diff = 0, norm = 0;
+  for (int64_t i = 0; i < shape.m; ++i) {
+    for (int64_t j = 0; j < shape.ldc; ++j) {
+      const float got = c[i * shape.ldc + j];
+      if (j >= shape.n) {
+        ASSERT_TRUE(std::isnan(got)) << "write into the stride gap at " << i << ", " << j;
+        continue;
+      }
+      const double ref = bf16_to_f32(start[i * shape.ldc + j]) + whole.reference(i, j);
+      diff += (got - ref) * (got - ref);
+      norm += ref * ref;
+    }
+  }
+  EXPECT_LE(std::sqrt(diff / norm), 1e-2);
+  EXPECT_EQ(whole.c_dev.download(), chunked.c_dev.download());
 }
 
 TEST_F(CudaGemm, EmptyProductDoesNothing) {
