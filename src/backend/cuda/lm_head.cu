@@ -419,46 +419,60 @@ __global__ void head_combine_kernel(const HeadPartial* partials, int splits, int
 
 // ---- pass 1 through cuBLASLt: partials from a chunk of fp32 logits ---------------------------
 
-// One warp per (row, split of the chunk): lane l folds ids [begin + l n, begin + (l + 1) n) of
-// the split (n = split ids / 32) in runs of 4, then the warp merges its lanes in a fixed tree.
+// One warp per row of the chunk (its logits [chunk_first_id, chunk_first_id + width)), writing
+// one partial per (row, chunk): partials [rows, chunks]. The warp reads the row's logits in
+// passes of 128 ids, lane l the 4 ids at 4 l of each pass (a coalesced 512-byte load per
+// instruction). A lane loads kBatchPasses passes before it folds them: its 16 logits (increasing
+// ids) become one `summarise` and one `merge` into its running partial; then the warp merges its
+// lanes in a fixed tree. A warp per whole chunk (4,096 LLaDA ids, 128 a lane) rather than per
+// split spreads the tree's fixed cost over 8 times the logits, and 16-logit summaries quarter
+// the merges (docs/design/cuda-kernels.md, LM head item 7). The order depends on the vocabulary
+// only, never on the row count, so row chunks give the same bits.
+constexpr int kPassIds = 128;
+constexpr int kBatchPasses = 4;
+
 __global__ void partials_from_logits_kernel(const float* logits, int64_t logits_stride, int64_t rows,
-                                            int64_t chunk_first_id, int chunk_splits, int first_split,
-                                            int split_ids, int splits, int64_t vocab,
-                                            const HeadRowSampling* sampling, HeadPartial* partials) {
-  const int64_t warp = int64_t{blockIdx.x} * (blockDim.x / 32) + threadIdx.x / 32;
+                                            int64_t chunk_first_id, int width, int chunk, int chunks,
+                                            int64_t vocab, const HeadRowSampling* sampling,
+                                            HeadPartial* partials) {
+  const int64_t row = int64_t{blockIdx.x} * (blockDim.x / 32) + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
-  if (warp >= rows * chunk_splits) return;  // whole warps leave together
-  const int64_t row = warp / chunk_splits;
-  const int split_in_chunk = static_cast<int>(warp % chunk_splits);
+  if (row >= rows) return;  // whole warps leave together
   const RowRule rule = row_rule(sampling, row);
-  const int per_lane = split_ids / 32;
-  const int64_t begin = chunk_first_id + int64_t{split_in_chunk} * split_ids + int64_t{lane} * per_lane;
-  const float* source = logits + row * logits_stride + (begin - chunk_first_id);
-  bool check = begin + per_lane > vocab;
+  const float* source = logits + row * logits_stride + 4 * lane;
+  // One flag for the whole chunk: a banned id lies in it.
+  bool check = false;
 #pragma unroll
   for (int b = 0; b < 2; ++b) {
-    check |= static_cast<uint64_t>(rule.choice_bans[b] - begin) < static_cast<uint64_t>(per_lane);
-    check |= static_cast<uint64_t>(rule.stats_bans[b] - begin) < static_cast<uint64_t>(per_lane);
+    check |= static_cast<uint64_t>(rule.choice_bans[b] - chunk_first_id) < static_cast<uint64_t>(width);
+    check |= static_cast<uint64_t>(rule.stats_bans[b] - chunk_first_id) < static_cast<uint64_t>(width);
   }
   HeadPartial p = empty_partial();
-  for (int run = 0; run < per_lane; run += 4) {
-    float l[4];
-    int32_t id[4];
-    const bool whole = begin + run + 4 <= vocab;
-    if (whole) {
-      const float4 values = *reinterpret_cast<const float4*>(source + run);
-      l[0] = values.x, l[1] = values.y, l[2] = values.z, l[3] = values.w;
-    }
+  for (int first = 0; first * kPassIds < width; first += kBatchPasses) {
+    constexpr int kCount = 4 * kBatchPasses;
+    float l[kCount];
+    int32_t id[kCount];
+    // A batch that reaches past the chunk's end (only the vocabulary's last one can) reads its
+    // missing ids as 0 and leaves them out as ids past `limit`.
+    const bool whole = (first + kBatchPasses) * kPassIds <= width;
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      id[i] = static_cast<int32_t>(begin + run + i);
-      if (!whole) l[i] = id[i] < vocab ? source[run + i] : 0.0f;  // ids past vocab: left out by check
+    for (int j = 0; j < kBatchPasses; ++j) {
+      const int offset = (first + j) * kPassIds + 4 * lane;
+      if (whole || offset + 4 <= width) {
+        const float4 values = *reinterpret_cast<const float4*>(source + (first + j) * kPassIds);
+        l[4 * j] = values.x, l[4 * j + 1] = values.y, l[4 * j + 2] = values.z, l[4 * j + 3] = values.w;
+      } else {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) l[4 * j + i] = offset + i < width ? source[(first + j) * kPassIds + i] : 0.0f;
+      }
+#pragma unroll
+      for (int i = 0; i < 4; ++i) id[4 * j + i] = static_cast<int32_t>(chunk_first_id + offset + i);
     }
-    p = merge(p, summarise(l, id, rule, check, vocab), rule.k);
+    p = merge(p, summarise(l, id, rule, check || !whole, whole ? vocab : chunk_first_id + width), rule.k);
   }
 #pragma unroll
   for (int mask = 16; mask >= 1; mask /= 2) p = merge(p, shuffle_xor(p, mask), rule.k);
-  if (lane == 0) partials[row * splits + first_split + split_in_chunk] = p;
+  if (lane == 0) partials[row * chunks + chunk] = p;
 }
 
 // ---- launch ---------------------------------------------------------------------------------
@@ -499,13 +513,15 @@ namespace {
 
 constexpr int64_t kChunkTargetIds = 4096;  // logits per row per GEMM: 16 KiB of fp32 scratch a row
 
-// Whole splits per chunk, so that a split's ids are folded by one warp from one chunk.
+// Whole splits per chunk (a multiple of 128 ids, fixed by the vocabulary: 4,096 for LLaDA,
+// 3,840 for Dream), so that the chunks, and with them the pinned GEMM widths, never depend on rows.
 int chunk_splits(int64_t vocab) {
   const int64_t split_ids = int64_t{split_layout(vocab).tiles_per_split} * kVocabTile;
   return static_cast<int>(std::max<int64_t>(1, kChunkTargetIds / split_ids));
 }
 
-// Bytes of the partials [rows, splits], rounded up so that the logits after them are aligned.
+// Bytes of the partials [rows, splits] (the cuBLASLt path uses [rows, chunks], fewer), rounded
+// up so that the logits after them are aligned.
 // (The rounding adds at most 255 bytes; lm_head_scratch_bytes counts 256 for it.)
 uint64_t partials_bytes(int64_t rows, int64_t vocab) {
   const uint64_t bytes = static_cast<uint64_t>(rows) * split_layout(vocab).splits * sizeof(HeadPartial);
@@ -547,30 +563,29 @@ void lm_head_sample(const LmHeadArgs& args, cudaStream_t stream) {
   partials.partials = static_cast<HeadPartial*>(args.scratch);
   partials.rows = args.rows, partials.hidden = args.hidden, partials.vocab = args.vocab;
   partials.tiles_per_split = layout.tiles_per_split, partials.splits = layout.splits;
+  int combine_splits = layout.splits;
   if (args.gemm != nullptr) {
-    // Chunk by chunk: logits [rows, chunk] = h W[chunk]^T in fp32, folded into the chunk's splits.
+    // Chunk by chunk: logits [rows, chunk] = h W[chunk]^T in fp32, folded into one partial per
+    // (row, chunk); pass 2 then combines the row's chunks instead of its splits.
     const int64_t chunk_ids = lm_head_chunk_ids(args.vocab);
-    const int splits_per_chunk = chunk_splits(args.vocab);
-    const int split_ids = layout.tiles_per_split * kVocabTile;
+    const int chunks = static_cast<int>((args.vocab + chunk_ids - 1) / chunk_ids);
     float* logits = reinterpret_cast<float*>(static_cast<unsigned char*>(args.scratch) +
                                              partials_bytes(args.rows, args.vocab));
-    for (int64_t first = 0; first < args.vocab; first += chunk_ids) {
-      const int64_t width = std::min(chunk_ids, args.vocab - first);
+    for (int chunk = 0; chunk < chunks; ++chunk) {
+      const int64_t first = chunk * chunk_ids, width = std::min(chunk_ids, args.vocab - first);
       GemmArgs gemm;
       gemm.m = args.rows, gemm.n = width, gemm.k = args.hidden;
       gemm.a = args.h, gemm.lda = args.h_stride;
       gemm.b = static_cast<const __nv_bfloat16*>(args.weight) + first * args.hidden, gemm.ldb = args.hidden;
       gemm.c = logits, gemm.ldc = chunk_ids, gemm.c_dtype = DType::f32;
       args.gemm->run(gemm, stream);
-      const int first_split = static_cast<int>(first / split_ids);
-      const int splits_here = static_cast<int>(std::min<int64_t>(splits_per_chunk, layout.splits - first_split));
       constexpr int kWarps = 8;
-      const int64_t warps = args.rows * splits_here;
-      partials_from_logits_kernel<<<static_cast<unsigned>((warps + kWarps - 1) / kWarps), kWarps * 32, 0, stream>>>(
-          logits, chunk_ids, args.rows, first, splits_here, first_split, split_ids, layout.splits, args.vocab,
-          args.sampling, partials.partials);
+      partials_from_logits_kernel<<<static_cast<unsigned>((args.rows + kWarps - 1) / kWarps), kWarps * 32, 0, stream>>>(
+          logits, chunk_ids, args.rows, first, static_cast<int>(width), chunk, chunks, args.vocab, args.sampling,
+          partials.partials);
       MOSAIC_CUDA_CHECK_LAUNCH();
     }
+    combine_splits = chunks;
   } else if (args.rows <= 32) {
     // The smallest row tile that holds the rows (no wasted MMA on small candidate sets); the
     // arithmetic of a row is the same for every tile size.
@@ -584,7 +599,7 @@ void lm_head_sample(const LmHeadArgs& args, cudaStream_t stream) {
   constexpr int kCombineWarps = 8;
   const int64_t blocks = (args.rows + kCombineWarps - 1) / kCombineWarps;
   head_combine_kernel<<<static_cast<unsigned>(blocks), kCombineWarps * 32, 0, stream>>>(
-      partials.partials, layout.splits, args.rows, args.sampling, args.out, args.out_stride);
+      partials.partials, combine_splits, args.rows, args.sampling, args.out, args.out_stride);
   MOSAIC_CUDA_CHECK_LAUNCH();
 }
 

@@ -27,8 +27,9 @@ struct LmHeadArgs {
   void* scratch = nullptr;                          // lm_head_scratch_bytes(rows, vocab) bytes
   // Null: one fused kernel computes the logits tile by tile (mma.sync) and folds them. Set: the
   // logits of one chunk of the vocabulary at a time (lm_head_chunk_ids ids) come from this
-  // cuBLASLt GEMM into fp32 scratch and are folded from there — the same statistics, computed in
-  // a different order (so the last bits differ from the fused path), much faster for many rows.
+  // cuBLASLt GEMM into fp32 scratch and are folded from there into one partial per (row, chunk) —
+  // the same statistics, computed in a different order (so the last bits differ from the fused
+  // path), much faster for many rows.
   // A caller must choose the path from something other than `rows` when it splits rows into
   // calls, or the calls would differ in the last bits from one whole call.
   Gemm* gemm = nullptr;
