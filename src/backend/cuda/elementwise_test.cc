@@ -194,6 +194,8 @@ TEST_F(CudaElementwise, RmsNormMatchesReference) {
       {11, 37, 40, 39, true, false},        // warp mode, element path
       {7, 4096, 4096, 4096, false, true},   // in place
       {13, 200, 203, 203, false, true},     // in place, element path
+      {3, 10000, 10000, 10008, false, false},  // past the chunks a thread holds: re-read
+      {2, 9000, 9000, 9000, false, true},      // the same, in place
   };
   uint32_t seed = 100;
   for (const NormCase& c : cases) {
