@@ -139,14 +139,10 @@ class CudaGemm : public ::testing::Test {
   }
 };
 
-// Runs the whole product and checks it against the reference: ||C - ref|| / ||ref|| within the
-// output dtype's tolerance, no NaN anywhere in [m, n), the stride gap [n, ldc) untouched.
-void expect_matches_reference(const Shape& shape, uint32_t seed) {
-  SCOPED_TRACE(describe(shape));
-  Problem problem(shape, seed);
-  Gemm gemm;
-  gemm.run(problem.args(0, shape.m), nullptr);
-  const std::vector<float> c = problem.c_values();
+// C (as c_values() reads it) against want(i, j): ||C - want|| / ||want|| over [m, n) within
+// `tolerance`, every element there finite, the stride gap [n, ldc) still poison.
+template <typename Want>
+void expect_close(const Shape& shape, const std::vector<float>& c, Want want, double tolerance) {
   double diff = 0, norm = 0;
   for (int64_t i = 0; i < shape.m; ++i) {
     for (int64_t j = 0; j < shape.ldc; ++j) {
@@ -156,15 +152,24 @@ void expect_matches_reference(const Shape& shape, uint32_t seed) {
         continue;
       }
       ASSERT_TRUE(std::isfinite(got)) << "C[" << i << ", " << j << "] = " << got;
-      const double ref = problem.reference(i, j);
+      const double ref = want(i, j);
       diff += (got - ref) * (got - ref);
       norm += ref * ref;
     }
   }
+  EXPECT_LE(std::sqrt(diff / norm), tolerance);
+}
+
+// Runs the whole product and checks it against the reference.
+void expect_matches_reference(const Shape& shape, uint32_t seed) {
+  SCOPED_TRACE(describe(shape));
+  Problem problem(shape, seed);
+  Gemm gemm;
+  gemm.run(problem.args(0, shape.m), nullptr);
   // bf16 output: one rounding to 8 bits. f32 output from exact bf16 inputs: only the fp32
   // accumulation order differs from the double reference.
-  const double tolerance = shape.c_dtype == DType::f32 ? 1e-4 : 1e-2;
-  EXPECT_LE(std::sqrt(diff / norm), tolerance);
+  expect_close(shape, problem.c_values(), [&](int64_t i, int64_t j) { return problem.reference(i, j); },
+               shape.c_dtype == DType::f32 ? 1e-4 : 1e-2);
 }
 
 TEST_F(CudaGemm, MatchesReferenceBf16Output) {
@@ -277,21 +282,9 @@ TEST_F(CudaGemm, AccumulateAddsTheProductToC) {
     args.accumulate = true;
     gemm.run(args, nullptr);
   }
-  const std::vector<float> c = whole.c_values();
-  double diff = 0, norm = 0;
-  for (int64_t i = 0; i < shape.m; ++i) {
-    for (int64_t j = 0; j < shape.ldc; ++j) {
-      const float got = c[i * shape.ldc + j];
-      if (j >= shape.n) {
-        ASSERT_TRUE(std::isnan(got)) << "write into the stride gap at " << i << ", " << j;
-        continue;
-      }
-      const double ref = bf16_to_f32(start[i * shape.ldc + j]) + whole.reference(i, j);
-      diff += (got - ref) * (got - ref);
-      norm += ref * ref;
-    }
-  }
-  EXPECT_LE(std::sqrt(diff / norm), 1e-2);
+  expect_close(shape, whole.c_values(),
+               [&](int64_t i, int64_t j) { return bf16_to_f32(start[i * shape.ldc + j]) + whole.reference(i, j); },
+               1e-2);
   EXPECT_EQ(whole.c_dev.download(), chunked.c_dev.download());
 }
 
