@@ -11,8 +11,9 @@
 //   3. lane 0 merges the summary into the running state of (row, warp column) in shared memory;
 //   after the split's last tile the 4 warp columns' states merge in order 0..3 and the result is
 //   the row's partial for that split, written to `scratch`.
-// Pass 2, `head_combine_kernel`: a warp per row merges the row's partials (lane j takes splits j,
-// j + 32, ... in order; then a butterfly) and writes the kHeadStatCount floats.
+// Pass 2, `head_combine_kernel`: a warp per row merges the row's partials — one per split, or on
+// the cuBLASLt path one per vocabulary chunk — (lane j takes partials j, j + 32, ... in order;
+// then a butterfly) and writes the kHeadStatCount floats.
 //
 // Exactness: every step above depends on the row's own h and the weights only, in a fixed order
 // that does not change with the row count, the row's place in a tile or the tile size, so a call
