@@ -84,7 +84,7 @@ template <bool kSkipUnitRescale, bool kQInRegisters, bool kTmaLoads, bool kSumUn
 float time_ws(const AttentionArgs& args, int repeats) {
   return time_ms(
       [&] {
-        hopper::launch_warp_specialised<kSkipUnitRescale, kQInRegisters, kTmaLoads, kSumUnroundedP>(args, nullptr);
+        hopper::WsVariant<kSkipUnitRescale, kQInRegisters, kTmaLoads, kSumUnroundedP>::launch(args, nullptr);
       },
       repeats);
 }

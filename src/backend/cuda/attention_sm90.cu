@@ -745,29 +745,34 @@ void launch(const AttentionArgs& args, cudaStream_t stream) {
 // segment, so the bound just has to exceed every row a segment names (coordinates are 32-bit).
 constexpr uint64_t kTensorMapRows = uint64_t{1} << 31;
 
+// One combination of flash_attention_ws_kernel's switches: the kernel and its launch.
 template <bool kSkipUnitRescale, bool kQInRegisters, bool kTmaLoads, bool kSumUnroundedP = false>
-void launch_warp_specialised(const AttentionArgs& args, cudaStream_t stream) {
-  const KernelArgs kernel_args = kernel_args_of(args);
-  constexpr auto kernel = flash_attention_ws_kernel<kSkipUnitRescale, kQInRegisters, kTmaLoads, kSumUnroundedP>;
-  CUtensorMap k_map{}, v_map{};
-  if constexpr (kTmaLoads) {
-    const uint64_t columns = static_cast<uint64_t>(args.kv_heads * kHeadDim);
-    k_map = bf16_row_major_map(args.k, columns, kTensorMapRows, static_cast<uint64_t>(args.k_stride), 64, kBlockN);
-    v_map = bf16_row_major_map(args.v, columns, kTensorMapRows, static_cast<uint64_t>(args.v_stride), 64, kBlockN);
-  }
-  static std::atomic<uint64_t> configured{0};
-  raise_shared_limit(reinterpret_cast<const void*>(kernel), kWsSharedBytes, configured);
-  const int64_t q_tiles = (args.max_q_rows + kWsBlockM - 1) / kWsBlockM;
-  for (int64_t first = 0; first < args.segment_count; first += kMaxGridZ) {
-    const dim3 grid(static_cast<unsigned>(q_tiles), static_cast<unsigned>(args.q_heads),
-                    static_cast<unsigned>(std::min(kMaxGridZ, args.segment_count - first)));
-    kernel<<<grid, kWsThreads, kWsSharedBytes, stream>>>(kernel_args, first, k_map, v_map);
-    MOSAIC_CUDA_CHECK_LAUNCH();
-  }
-}
+struct WsVariant {
+  static constexpr auto kernel = flash_attention_ws_kernel<kSkipUnitRescale, kQInRegisters, kTmaLoads, kSumUnroundedP>;
 
-// The engine runs the warp-specialised kernel with every switch on (dev/cuda/attention_bench.cu
-// measures the others).
+  static void launch(const AttentionArgs& args, cudaStream_t stream) {
+    const KernelArgs kernel_args = kernel_args_of(args);
+    CUtensorMap k_map{}, v_map{};
+    if constexpr (kTmaLoads) {
+      const uint64_t columns = static_cast<uint64_t>(args.kv_heads * kHeadDim);
+      k_map = bf16_row_major_map(args.k, columns, kTensorMapRows, static_cast<uint64_t>(args.k_stride), 64, kBlockN);
+      v_map = bf16_row_major_map(args.v, columns, kTensorMapRows, static_cast<uint64_t>(args.v_stride), 64, kBlockN);
+    }
+    static std::atomic<uint64_t> configured{0};
+    raise_shared_limit(reinterpret_cast<const void*>(kernel), kWsSharedBytes, configured);
+    const int64_t q_tiles = (args.max_q_rows + kWsBlockM - 1) / kWsBlockM;
+    for (int64_t first = 0; first < args.segment_count; first += kMaxGridZ) {
+      const dim3 grid(static_cast<unsigned>(q_tiles), static_cast<unsigned>(args.q_heads),
+                      static_cast<unsigned>(std::min(kMaxGridZ, args.segment_count - first)));
+      kernel<<<grid, kWsThreads, kWsSharedBytes, stream>>>(kernel_args, first, k_map, v_map);
+      MOSAIC_CUDA_CHECK_LAUNCH();
+    }
+  }
+};
+
+// The engine's variant, every switch on (dev/cuda/attention_bench.cu measures the others):
+// hopper_attention() launches it and device_runs_wgmma_kernel() asks whether this binary holds it.
+using EngineVariant = WsVariant<true, true, true, true>;
 
 bool device_runs_wgmma_kernel(int device) {
   int major = 0, minor = 0;
@@ -778,7 +783,7 @@ bool device_runs_wgmma_kernel(int device) {
   }
   if (major != 9 || minor != 0) return false;  // sm_90a code runs on compute capability 9.0 only
   cudaFuncAttributes attributes;                // and only if this binary holds it
-  if (cudaFuncGetAttributes(&attributes, flash_attention_ws_kernel<true, true, true, true>) != cudaSuccess) {
+  if (cudaFuncGetAttributes(&attributes, EngineVariant::kernel) != cudaSuccess) {
     (void)cudaGetLastError();
     return false;
   }
@@ -806,7 +811,7 @@ bool hopper_attention_available() {
 
 void hopper_attention(const AttentionArgs& args, cudaStream_t stream) {
   // attention() has checked what TMA needs too: 16-byte aligned rows (base and stride).
-  hopper::launch_warp_specialised<true, true, true, true>(args, stream);
+  hopper::EngineVariant::launch(args, stream);
 }
 
 }  // namespace mosaic::cuda
