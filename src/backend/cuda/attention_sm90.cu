@@ -395,7 +395,6 @@ __global__ void __launch_bounds__(Tiling<kGroups>::kThreads, 1)
   const QueryTile<kBlockM, kBlockN, kHeadDim> work(args, segment_offset);
   if (work.past_queries()) return;
   const int q_valid = work.q_valid(), kv_tiles = work.kv_tiles();
-  auto key_valid = [&](int t) { return work.key_valid(t); };
 
   extern __shared__ unsigned char smem[];
   const uint32_t q_tile = (smem_address(smem) + 1023) & ~uint32_t{1023};
@@ -407,9 +406,9 @@ __global__ void __launch_bounds__(Tiling<kGroups>::kThreads, 1)
   const TileCopier<kBlockN, kThreads> kv_copier;
   auto load_kv = [&](int t) {
     kv_copier.copy(k_tiles + (t % kKStages) * kKVBytes, k_base + int64_t{t} * kBlockN * args.k_stride,
-                   args.k_stride, key_valid(t));
+                   args.k_stride, work.key_valid(t));
     kv_copier.copy(v_tiles + (t % kVStages) * kKVBytes, v_base + int64_t{t} * kBlockN * args.v_stride,
-                   args.v_stride, key_valid(t));
+                   args.v_stride, work.key_valid(t));
   };
 
   TileCopier<kBlockM, kThreads>().copy(q_tile, work.q(args), args.q_stride, q_valid);
@@ -449,7 +448,7 @@ __global__ void __launch_bounds__(Tiling<kGroups>::kThreads, 1)
       rows.issue_scores<kBlockM>(q_descriptor, k_descriptor(0));
       wgmma_wait<0>();
       fence_registers(rows.s);
-      rows.exponentiate(key_valid(0));
+      rows.exponentiate(work.key_valid(0));
       rows.round_and_rescale();
     }
   }
@@ -462,7 +461,7 @@ __global__ void __launch_bounds__(Tiling<kGroups>::kThreads, 1)
         rows.issue_values(v_descriptor(t - 1));
         wgmma_wait<1>();  // S of tile t; P V of tile t - 1 still runs
         fence_registers(rows.s);
-        rows.exponentiate(key_valid(t));
+        rows.exponentiate(work.key_valid(t));
         wgmma_wait<0>();  // P V of tile t - 1
         fence_registers(rows.o);
       } else {
@@ -471,7 +470,7 @@ __global__ void __launch_bounds__(Tiling<kGroups>::kThreads, 1)
         wgmma_wait<0>();
         fence_registers(rows.o);
         fence_registers(rows.s);
-        rows.exponentiate(key_valid(t));
+        rows.exponentiate(work.key_valid(t));
       }
       rows.round_and_rescale();
     }
@@ -545,7 +544,6 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   const QueryTile<kWsBlockM, kBlockN, kHeadDim> work(args, segment_offset);
   if (work.past_queries()) return;  // the whole CTA
   const int q_valid = work.q_valid(), kv_tiles = work.kv_tiles();
-  auto key_valid = [&](int t) { return work.key_valid(t); };
 
   extern __shared__ unsigned char smem[];
   const uint32_t q_tile = (smem_address(smem) + 1023) & ~uint32_t{1023};
@@ -576,7 +574,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       const int column = work.kv_head * kHeadDim, row0 = static_cast<int>(work.segment.kv_begin);
       auto load = [&](const CUtensorMap& map, const __nv_bfloat16* first_row, int64_t stride, uint32_t tile,
                       uint32_t full, int t) {
-        const int valid = key_valid(t);
+        const int valid = work.key_valid(t);
         if (valid == kBlockN) {
           if (lane == 0) {
             mbarrier_arrive_expect_bytes(full, kKVBytes);
@@ -617,7 +615,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     for (int t = 0; t < kv_tiles; ++t) {
       const int stage = t % kWsStages, round = t / kWsStages;
       if (round > 0) mbarrier_wait(keys ? k_empty(stage) : v_empty(stage), (round - 1) & 1);
-      warp_copy_half_tile(tiles + stage * kKVBytes, base + int64_t{t} * kBlockN * stride, stride, key_valid(t),
+      warp_copy_half_tile(tiles + stage * kKVBytes, base + int64_t{t} * kBlockN * stride, stride, work.key_valid(t),
                           warp % 2);
       cp_async_commit();
       if (t > 0) {
@@ -686,7 +684,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     wgmma_wait<0>();
     fence_registers(rows.s);
     mbarrier_arrive(k_empty(0));
-    rows.exponentiate(key_valid(0));
+    rows.exponentiate(work.key_valid(0));
     rows.round_and_rescale<kSkipUnitRescale, kSumUnroundedP>();
   }
   for (int t = 1; t < kv_tiles; ++t) {
@@ -700,7 +698,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     wgmma_wait<1>();  // S of tile t; P V of tile t - 1 still runs
     fence_registers(rows.s);
     mbarrier_arrive(k_empty(t % kWsStages));
-    rows.exponentiate(key_valid(t));
+    rows.exponentiate(work.key_valid(t));
     wgmma_wait<0>();  // P V of tile t - 1
     fence_registers(rows.o);
     mbarrier_arrive(v_empty((t - 1) % kWsStages));
