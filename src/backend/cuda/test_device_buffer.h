@@ -16,10 +16,8 @@ struct DeviceBuffer {
   void* data = nullptr;
   DeviceBuffer() = default;
   explicit DeviceBuffer(size_t bytes) { MOSAIC_CUDA_CHECK(cudaMalloc(&data, std::max<size_t>(bytes, 1))); }
-  template <typename T>  // a copy of `host`
-  explicit DeviceBuffer(const std::vector<T>& host) : DeviceBuffer(host.size() * sizeof(T)) {
-    MOSAIC_CUDA_CHECK(cudaMemcpy(data, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
-  }
+  template <typename T>  // a copy of `host` (upload, below)
+  explicit DeviceBuffer(const std::vector<T>& host);
   template <typename T>
   T* as() const {
     return static_cast<T*>(data);
@@ -42,6 +40,11 @@ void upload(DeviceBuffer& buffer, const T* host, size_t count) {
 template <typename T>
 void upload(DeviceBuffer& buffer, const std::vector<T>& host) {
   upload(buffer, host.data(), host.size());
+}
+
+template <typename T>
+DeviceBuffer::DeviceBuffer(const std::vector<T>& host) : DeviceBuffer(host.size() * sizeof(T)) {
+  upload(*this, host);
 }
 
 template <typename T>
