@@ -434,8 +434,7 @@ constexpr int kBatchPasses = 4;
 
 __global__ void partials_from_logits_kernel(const float* logits, int64_t logits_stride, int64_t rows,
                                             int64_t chunk_first_id, int width, int chunk, int chunks,
-                                            int64_t vocab, const HeadRowSampling* sampling,
-                                            HeadPartial* partials) {
+                                            const HeadRowSampling* sampling, HeadPartial* partials) {
   const int64_t row = int64_t{blockIdx.x} * (blockDim.x / 32) + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (row >= rows) return;  // whole warps leave together
@@ -454,7 +453,7 @@ __global__ void partials_from_logits_kernel(const float* logits, int64_t logits_
     float l[kCount];
     int32_t id[kCount];
     // A batch that reaches past the chunk's end (only the vocabulary's last one can) reads its
-    // missing ids as 0 and leaves them out as ids past `limit`.
+    // missing ids as 0 and leaves them out as ids at or past the chunk's end.
     const bool whole = (first + kBatchPasses) * kPassIds <= width;
 #pragma unroll
     for (int j = 0; j < kBatchPasses; ++j) {
@@ -469,7 +468,7 @@ __global__ void partials_from_logits_kernel(const float* logits, int64_t logits_
 #pragma unroll
       for (int i = 0; i < 4; ++i) id[4 * j + i] = static_cast<int32_t>(chunk_first_id + offset + i);
     }
-    p = merge(p, summarise(l, id, rule, check || !whole, whole ? vocab : chunk_first_id + width), rule.k);
+    p = merge(p, summarise(l, id, rule, check || !whole, chunk_first_id + width), rule.k);
   }
 #pragma unroll
   for (int mask = 16; mask >= 1; mask /= 2) p = merge(p, shuffle_xor(p, mask), rule.k);
@@ -582,8 +581,7 @@ void lm_head_sample(const LmHeadArgs& args, cudaStream_t stream) {
       args.gemm->run(gemm, stream);
       constexpr int kWarps = 8;
       partials_from_logits_kernel<<<static_cast<unsigned>((args.rows + kWarps - 1) / kWarps), kWarps * 32, 0, stream>>>(
-          logits, chunk_ids, args.rows, first, static_cast<int>(width), chunk, chunks, args.vocab, args.sampling,
-          partials.partials);
+          logits, chunk_ids, args.rows, first, static_cast<int>(width), chunk, chunks, args.sampling, partials.partials);
       MOSAIC_CUDA_CHECK_LAUNCH();
     }
     combine_splits = chunks;
