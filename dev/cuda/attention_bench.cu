@@ -80,11 +80,13 @@ float time_ms(Launch launch, int repeats) {
 }
 
 // One variant of the warp-specialised kernel.
-template <bool kSkipUnitRescale, bool kQInRegisters, bool kTmaLoads, bool kSumUnroundedP = false>
+template <bool kSkipUnitRescale, bool kQInRegisters, bool kTmaLoads, bool kSumUnroundedP = false,
+          bool kPairedLoads = false>
 float time_ws(const AttentionArgs& args, int repeats) {
   return time_ms(
       [&] {
-        hopper::WsVariant<kSkipUnitRescale, kQInRegisters, kTmaLoads, kSumUnroundedP>::launch(args, nullptr);
+        hopper::WsVariant<kSkipUnitRescale, kQInRegisters, kTmaLoads, kSumUnroundedP, kPairedLoads>::launch(args,
+                                                                                                          nullptr);
       },
       repeats);
 }
@@ -174,8 +176,9 @@ void run_case(const Case& c, Mode mode) {
     MOSAIC_CUDA_CHECK(cudaDeviceSynchronize());
     std::vector<float> want(q_size);
     MOSAIC_CUDA_CHECK(cudaMemcpy(want.data(), reference, q_size * 4, cudaMemcpyDeviceToHost));
-    for (const AttentionKernel kernel : {AttentionKernel::portable, AttentionKernel::hopper}) {
-      if (kernel == AttentionKernel::hopper && !hopper) continue;
+    for (const AttentionKernel kernel :
+         {AttentionKernel::portable, AttentionKernel::hopper, AttentionKernel::hopper_paired}) {
+      if (kernel != AttentionKernel::portable && !hopper) continue;
       MOSAIC_CUDA_CHECK(cudaMemset(out, 0xff, q_size * 2));  // NaN: unwritten elements fail
       args.kernel = kernel;
       attention(args, nullptr);
@@ -188,7 +191,10 @@ void run_case(const Case& c, Mode mode) {
         error += diff * diff, norm += double(want[i]) * want[i];
       }
       std::printf("%-28s check %-8s: relative L2 error %.2e\n", c.name,
-                  kernel == AttentionKernel::hopper ? "hopper" : "portable", std::sqrt(error / norm));
+                  kernel == AttentionKernel::portable ? "portable"
+                  : kernel == AttentionKernel::hopper ? "hopper"
+                                                      : "paired",
+                  std::sqrt(error / norm));
     }
     args.kernel = AttentionKernel::automatic;
     MOSAIC_CUDA_CHECK(cudaFree(reference));
@@ -206,15 +212,17 @@ void run_case(const Case& c, Mode mode) {
     if (c.head_dim == 128 && hopper_attention_available()) {  // the warp-specialised variants, sustained
       // Each after a pause, so that every variant starts at the same clock.
       auto pause = [] { std::this_thread::sleep_for(std::chrono::milliseconds(500)); };
-      float t[5];
+      float t[6];
       pause(), t[0] = time_ws<false, false, false>(args, repeats);
       pause(), t[1] = time_ws<true, true, false>(args, repeats);
       pause(), t[2] = time_ws<false, false, true>(args, repeats);
       pause(), t[3] = time_ws<true, true, true>(args, repeats);
       pause(), t[4] = time_ws<true, true, true, true>(args, repeats);
-      std::printf(" | ws (skip unit rescale, Q in registers, TMA, sum unrounded P) 0000 %6.1f 1100 %6.1f"
-                  " 0010 %6.1f 1110 %6.1f 1111 %6.1f TFLOP/s",
-                  flops / t[0] / 1e9, flops / t[1] / 1e9, flops / t[2] / 1e9, flops / t[3] / 1e9, flops / t[4] / 1e9);
+      pause(), t[5] = time_ws<true, true, true, true, true>(args, repeats);  // every model shape pairs up
+      std::printf(" | ws (skip unit rescale, Q in registers, TMA, sum unrounded P, paired CTAs) 00000 %6.1f"
+                  " 11000 %6.1f 00100 %6.1f 11100 %6.1f 11110 %6.1f 11111 %6.1f TFLOP/s",
+                  flops / t[0] / 1e9, flops / t[1] / 1e9, flops / t[2] / 1e9, flops / t[3] / 1e9, flops / t[4] / 1e9,
+                  flops / t[5] / 1e9);
     }
     std::printf("\n");
   } else {
@@ -226,6 +234,22 @@ void run_case(const Case& c, Mode mode) {
 }
 
 }  // namespace
+
+// How many pairs of the paired kernel fit on the device at once (132 SMs would hold 66).
+void print_paired_occupancy() {
+  using Paired = hopper::WsVariant<true, true, true, true, true>;
+  MOSAIC_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(Paired::kernel),
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, hopper::kWsSharedBytes));
+  cudaLaunchAttribute cluster{};
+  cluster.id = cudaLaunchAttributeClusterDimension;
+  cluster.val.clusterDim.x = 2, cluster.val.clusterDim.y = 1, cluster.val.clusterDim.z = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(256, 32, 1), config.blockDim = dim3(hopper::kWsThreads);
+  config.dynamicSmemBytes = hopper::kWsSharedBytes, config.attrs = &cluster, config.numAttrs = 1;
+  int clusters = 0;
+  MOSAIC_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, Paired::kernel, &config));
+  std::printf("paired kernel: %d clusters of 2 active at once\n", clusters);
+}
 }  // namespace mosaic::cuda
 
 int main(int argc, char** argv) {
@@ -239,6 +263,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc > 1 && std::string_view(argv[1]) == "engine") {  // the engine's kernel at the model shapes
+    if (mosaic::cuda::hopper_attention_available()) mosaic::cuda::print_paired_occupancy();
     const bool fused_only = argc > 2 && std::string_view(argv[2]) == "fused";  // separate against fused rows
     for (int64_t length : {4096, 16384, 32768}) {
       mosaic::cuda::run_case({"LLaDA-8B (32/32 x 128)", length, 32, 32, 128}, Mode::engine_only);

@@ -296,7 +296,7 @@ void attention(const AttentionArgs& args, cudaStream_t stream) {
   if ((args.max_q_rows + kBlockM - 1) / kBlockM > 0x7fffffff) invalid_arguments("max_q_rows");
 
   const bool hopper_fits = args.head_dim == 128 && hopper_attention_available();
-  if (args.kernel == AttentionKernel::hopper && !hopper_fits) {
+  if ((args.kernel == AttentionKernel::hopper || args.kernel == AttentionKernel::hopper_paired) && !hopper_fits) {
     invalid_arguments("the Hopper kernel needs head_dim 128 and a compute capability 9.0 device");
   }
   if (args.kernel != AttentionKernel::portable && hopper_fits) {

@@ -15,7 +15,10 @@ namespace mosaic::cuda {
 
 // Which kernel runs: automatic takes the Hopper (wgmma) kernel for head_dim 128 on compute
 // capability 9.0, the portable (mma.sync, sm_80+) kernel otherwise. Tests and benchmarks name one.
-enum class AttentionKernel { automatic, portable, hopper };
+// The Hopper kernel runs its CTAs in pairs that share K/V tiles when there are many query tiles
+// (attention_sm90.cu); hopper_paired pairs them whenever their number is even, so that tests reach
+// the pairs at small sizes. No output bit depends on the choice.
+enum class AttentionKernel { automatic, portable, hopper, hopper_paired };
 
 struct AttentionArgs {
   const void* q = nullptr;  int64_t q_stride = 0;    // bf16 [rows, q_heads, head_dim]

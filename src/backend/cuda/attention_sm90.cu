@@ -28,6 +28,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <stdexcept>
 
 #include "backend/cuda/attention_epilogue.cuh"
 #include "backend/cuda/attention_kernel_args.cuh"
@@ -220,6 +221,40 @@ __device__ __forceinline__ void tma_load_2d(uint32_t destination, const CUtensor
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
           destination),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(column), "r"(row), "r"(bar)
+      : "memory");
+}
+// Clusters of two CTAs that share their K/V tiles (the paired kernel): this CTA's rank in its
+// cluster; a barrier over every thread of the cluster that has not exited (release / acquire);
+// the fence that makes mbarrier initialisation visible to the other CTA.
+__device__ __forceinline__ uint32_t cluster_rank() {
+  uint32_t rank;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
+  return rank;
+}
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void fence_mbarrier_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+// Arrives on the mbarrier at shared-memory offset `bar` of CTA `rank` of this cluster, with the
+// default (release, CTA-scope) semantics: the arrival only says that this warpgroup's MMAs have
+// finished reading a stage, and release at cluster scope costs a fence in the key loop.
+__device__ __forceinline__ void mbarrier_arrive_in_cta(uint32_t bar, uint32_t rank) {
+  asm volatile(
+      "{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(bar),
+      "r"(rank)
+      : "memory");
+}
+// TMA multicast: the box lands at `destination` in every CTA of `cta_mask`, each counting its
+// bytes on its own mbarrier at offset `bar`.
+__device__ __forceinline__ void tma_load_2d_multicast(uint32_t destination, const CUtensorMap* map, int column,
+                                                      int row, uint32_t bar, uint16_t cta_mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(destination),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(column), "r"(row), "r"(bar), "h"(cta_mask)
       : "memory");
 }
 template <int kRegisters>
@@ -535,14 +570,27 @@ __device__ __forceinline__ void warp_copy_half_tile(uint32_t tile, const __nv_bf
 // from k_map / v_map) and arms the stage's full barrier with the byte count; a tile that runs
 // past its segment is copied by that warp with cp.async instead, so that its missing rows are
 // zeros. Without it, four warps copy with cp.async as described below;
-// kSumUnroundedP — the normaliser sums P before it is rounded (see RowBlock::round_and_rescale).
-template <bool kSkipUnitRescale, bool kQInRegisters, bool kTmaLoads, bool kSumUnroundedP = false>
+// kSumUnroundedP — the normaliser sums P before it is rounded (see RowBlock::round_and_rescale);
+// kPairedLoads — launched in clusters of two CTAs along the query tiles (same head and segment,
+// so the same K/V tiles): each CTA's producer loads one of a tile's two TMA boxes and multicasts
+// it into both CTAs, halving what travels from L2; a stage is free again once the consumers of
+// both CTAs released it (the empty barriers count the eight consumer warps of each CTA). Needs
+// kTmaLoads and an even number of query tiles.
+template <bool kSkipUnitRescale, bool kQInRegisters, bool kTmaLoads, bool kSumUnroundedP = false,
+          bool kPairedLoads = false>
 __global__ void __launch_bounds__(kWsThreads, 1)
     flash_attention_ws_kernel(const KernelArgs args, int64_t segment_offset, const __grid_constant__ CUtensorMap k_map,
                               const __grid_constant__ CUtensorMap v_map) {
+  static_assert(kTmaLoads || !kPairedLoads, "paired CTAs share tiles through TMA multicast");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   const QueryTile<kWsBlockM, kBlockN, kHeadDim> work(args, segment_offset);
-  if (work.past_queries()) return;  // the whole CTA
+  if constexpr (kPairedLoads) {
+    // Both CTAs of a pair leave together or neither does: a CTA whose own tile is past the
+    // segment's queries still loads its half of every K/V tile for the other (and stores nothing).
+    if (int64_t{blockIdx.x & ~1u} * kWsBlockM >= work.segment.q_count) return;
+  } else if (work.past_queries()) {
+    return;  // the whole CTA
+  }
   const int q_valid = work.q_valid(), kv_tiles = work.kv_tiles();
 
   extern __shared__ unsigned char smem[];
@@ -557,11 +605,18 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   if (threadIdx.x == 0) {
     for (int stage = 0; stage < kWsStages; ++stage) {
       const uint32_t producers = kTmaLoads ? 1 : 64;  // the TMA lane, or both copying warps' lanes
+      // Both consumers' 256 threads, or with pairs lane 0 of each consumer warp of both CTAs.
+      const uint32_t consumers = kPairedLoads ? 16 : 256;
       mbarrier_init(k_full(stage), producers), mbarrier_init(v_full(stage), producers);
-      mbarrier_init(k_empty(stage), 256), mbarrier_init(v_empty(stage), 256);  // both consumers
+      mbarrier_init(k_empty(stage), consumers), mbarrier_init(v_empty(stage), consumers);
     }
   }
-  __syncthreads();
+  if constexpr (kPairedLoads) {
+    fence_mbarrier_init();  // the other CTA arrives on these barriers and multicasts into them
+    cluster_sync();
+  } else {
+    __syncthreads();
+  }
 
   const int warpgroup = threadIdx.x / 128;
   if (warpgroup == 0) {
@@ -569,6 +624,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     if constexpr (kTmaLoads) {
       if (threadIdx.x >= 32) return;
       const int lane = threadIdx.x;
+      const uint32_t rank = kPairedLoads ? cluster_rank() : 0;
       // TMA addresses the tile by (column, row) of the whole K or V matrix; cp.async from the
       // segment's first row at this head's columns.
       const int column = work.kv_head * kHeadDim, row0 = static_cast<int>(work.segment.kv_begin);
@@ -577,11 +633,16 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         const int valid = work.key_valid(t);
         if (valid == kBlockN) {
           if (lane == 0) {
-            mbarrier_arrive_expect_bytes(full, kKVBytes);
-            tma_load_2d(tile, &map, column, row0 + t * kBlockN, full);
-            tma_load_2d(tile + kBlockN * 128, &map, column + 64, row0 + t * kBlockN, full);
+            mbarrier_arrive_expect_bytes(full, kKVBytes);  // both boxes, wherever they come from
+            if constexpr (kPairedLoads) {  // box `rank` from here, the other from the pair
+              tma_load_2d_multicast(tile + rank * kBlockN * 128, &map, column + 64 * static_cast<int>(rank),
+                                    row0 + t * kBlockN, full, 0b11);
+            } else {
+              tma_load_2d(tile, &map, column, row0 + t * kBlockN, full);
+              tma_load_2d(tile + kBlockN * 128, &map, column + 64, row0 + t * kBlockN, full);
+            }
           }
-        } else {
+        } else {  // (both CTAs of a pair copy their own partial tile)
           const __nv_bfloat16* base = first_row + int64_t{t} * kBlockN * stride;
           warp_copy_half_tile(tile, base, stride, valid, 0);
           warp_copy_half_tile(tile, base, stride, valid, 1);
@@ -598,6 +659,16 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         load(k_map, work.k(args), args.k_stride, k_tiles + stage * kKVBytes, k_full(stage), t);
         if (round > 0) mbarrier_wait(v_empty(stage), (round - 1) & 1);
         load(v_map, work.v(args), args.v_stride, v_tiles + stage * kKVBytes, v_full(stage), t);
+      }
+      if constexpr (kPairedLoads) {
+        // The pair's consumers arrive on this CTA's empty barriers until they release their last
+        // tiles: the CTA (its barriers) must outlive that, so the producer waits for every
+        // stage's last release. (Whatever the other CTA multicasts here, this CTA's consumers
+        // have waited for.)
+        for (int t = kv_tiles > kWsStages ? kv_tiles - kWsStages : 0; t < kv_tiles; ++t) {
+          mbarrier_wait(k_empty(t % kWsStages), (t / kWsStages) & 1);
+          mbarrier_wait(v_empty(t % kWsStages), (t / kWsStages) & 1);
+        }
       }
       return;
     }
@@ -635,8 +706,8 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   claim_registers<232>();
   const int consumer = warpgroup - 1;  // 0 or 1: rows 64 consumer ..
   const int thread = threadIdx.x % 128, warp = thread / 32;
-  {  // this warpgroup's Q rows
-    const __nv_bfloat16* q_base = work.q(args);
+  {  // this warpgroup's Q rows (zeros in a paired CTA past the segment's queries)
+    const __nv_bfloat16* q_base = q_valid > 0 ? work.q(args) : args.q;
     for (int i = thread; i < 64 * (kHeadDim / 8); i += 128) {
       const int row = consumer * 64 + i / (kHeadDim / 8), chunk = i % (kHeadDim / 8);
       const bool inside = row < q_valid;
@@ -663,6 +734,14 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     return smem_descriptor(v_tiles, kBlockN * 128, 1024) + (t % kWsStages) * (kKVBytes >> 4);
   };
   auto landed = [&](int t) { return static_cast<uint32_t>((t / kWsStages) & 1); };
+  // A stage's MMAs have completed: tell its producer(s).
+  auto release = [&](uint32_t empty) {
+    if constexpr (kPairedLoads) {
+      if (thread % 32 == 0) mbarrier_arrive_in_cta(empty, 0), mbarrier_arrive_in_cta(empty, 1);
+    } else {
+      mbarrier_arrive(empty);
+    }
+  };
   auto issue_scores = [&](int t) {
     if constexpr (kQInRegisters) {
       rows.issue_scores(q_fragments, k_descriptor(t));
@@ -683,7 +762,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     named_barrier_arrive(their_turn, 256);
     wgmma_wait<0>();
     fence_registers(rows.s);
-    mbarrier_arrive(k_empty(0));
+    release(k_empty(0));
     rows.exponentiate(work.key_valid(0));
     rows.round_and_rescale<kSkipUnitRescale, kSumUnroundedP>();
   }
@@ -697,11 +776,11 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     named_barrier_arrive(their_turn, 256);
     wgmma_wait<1>();  // S of tile t; P V of tile t - 1 still runs
     fence_registers(rows.s);
-    mbarrier_arrive(k_empty(t % kWsStages));
+    release(k_empty(t % kWsStages));
     rows.exponentiate(work.key_valid(t));
     wgmma_wait<0>();  // P V of tile t - 1
     fence_registers(rows.o);
-    mbarrier_arrive(v_empty((t - 1) % kWsStages));
+    release(v_empty((t - 1) % kWsStages));
     rows.round_and_rescale<kSkipUnitRescale, kSumUnroundedP>();
   }
   if (kv_tiles > 0) {
@@ -712,6 +791,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     if (consumer == 0) named_barrier_arrive(their_turn, 256);
     wgmma_wait<0>();
     fence_registers(rows.o);
+    release(v_empty((kv_tiles - 1) % kWsStages));  // (a paired producer waits for it)
   }
   if (consumer * 64 >= q_valid) return;
   rows.store<kWsBlockM>(q_tile, consumer * 64 + warp * 16, q_valid, work.out(args), args.out_stride);
@@ -743,10 +823,13 @@ void launch(const AttentionArgs& args, cudaStream_t stream) {
 // segment, so the bound just has to exceed every row a segment names (coordinates are 32-bit).
 constexpr uint64_t kTensorMapRows = uint64_t{1} << 31;
 
-// One combination of flash_attention_ws_kernel's switches: the kernel and its launch.
-template <bool kSkipUnitRescale, bool kQInRegisters, bool kTmaLoads, bool kSumUnroundedP = false>
+// One combination of flash_attention_ws_kernel's switches: the kernel and its launch (with
+// kPairedLoads, in clusters of two CTAs; the query tiles must then be even in number).
+template <bool kSkipUnitRescale, bool kQInRegisters, bool kTmaLoads, bool kSumUnroundedP = false,
+          bool kPairedLoads = false>
 struct WsVariant {
-  static constexpr auto kernel = flash_attention_ws_kernel<kSkipUnitRescale, kQInRegisters, kTmaLoads, kSumUnroundedP>;
+  static constexpr auto kernel =
+      flash_attention_ws_kernel<kSkipUnitRescale, kQInRegisters, kTmaLoads, kSumUnroundedP, kPairedLoads>;
 
   static void launch(const AttentionArgs& args, cudaStream_t stream) {
     const KernelArgs kernel_args = kernel_args_of(args);
@@ -759,18 +842,49 @@ struct WsVariant {
     static std::atomic<uint64_t> configured{0};
     raise_shared_limit(reinterpret_cast<const void*>(kernel), kWsSharedBytes, configured);
     const int64_t q_tiles = (args.max_q_rows + kWsBlockM - 1) / kWsBlockM;
+    if (kPairedLoads && q_tiles % 2 != 0) {
+      throw std::logic_error("paired attention CTAs need an even number of query tiles");
+    }
     for (int64_t first = 0; first < args.segment_count; first += kMaxGridZ) {
       const dim3 grid(static_cast<unsigned>(q_tiles), static_cast<unsigned>(args.q_heads),
                       static_cast<unsigned>(std::min(kMaxGridZ, args.segment_count - first)));
-      kernel<<<grid, kWsThreads, kWsSharedBytes, stream>>>(kernel_args, first, k_map, v_map);
+      if constexpr (kPairedLoads) {
+        cudaLaunchAttribute cluster{};
+        cluster.id = cudaLaunchAttributeClusterDimension;
+        cluster.val.clusterDim.x = 2, cluster.val.clusterDim.y = 1, cluster.val.clusterDim.z = 1;
+        cudaLaunchConfig_t config{};
+        config.gridDim = grid, config.blockDim = dim3(kWsThreads), config.dynamicSmemBytes = kWsSharedBytes;
+        config.stream = stream, config.attrs = &cluster, config.numAttrs = 1;
+        MOSAIC_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, kernel_args, first, k_map, v_map));
+      } else {
+        kernel<<<grid, kWsThreads, kWsSharedBytes, stream>>>(kernel_args, first, k_map, v_map);
+      }
       MOSAIC_CUDA_CHECK_LAUNCH();
     }
   }
 };
 
-// The engine's variant, every switch on (dev/cuda/attention_bench.cu measures the others):
-// hopper_attention() launches it and device_runs_wgmma_kernel() asks whether this binary holds it.
+// The engine's variants, every switch on (dev/cuda/attention_bench.cu measures the others):
+// hopper_attention() launches them and device_runs_wgmma_kernel() asks whether this binary holds
+// them. Which one a row lands in changes none of its bits.
 using EngineVariant = WsVariant<true, true, true, true>;
+using EnginePairedVariant = WsVariant<true, true, true, true, true>;
+
+// Pairs pay where the GPU runs at its power limit, which halving the K/V traffic from L2 eases:
+// LLaDA-8B steps 1.1 % faster at 32k and 0.6 % at 16k, but 0.7 % slower at 4k, where a pair's
+// two CTAs, each short, wait for one another (and for two free SMs of one GPC) more than the
+// traffic costs (docs/design/cuda-kernels.md).
+constexpr int64_t kMinPairedQueryTiles = 64;
+
+void launch_engine_variant(const AttentionArgs& args, cudaStream_t stream) {
+  const int64_t q_tiles = (args.max_q_rows + kWsBlockM - 1) / kWsBlockM;
+  const bool many_tiles = q_tiles >= kMinPairedQueryTiles || args.kernel == AttentionKernel::hopper_paired;
+  if (q_tiles % 2 == 0 && many_tiles) {
+    EnginePairedVariant::launch(args, stream);
+  } else {
+    EngineVariant::launch(args, stream);
+  }
+}
 
 bool device_runs_wgmma_kernel(int device) {
   int major = 0, minor = 0;
@@ -781,7 +895,8 @@ bool device_runs_wgmma_kernel(int device) {
   }
   if (major != 9 || minor != 0) return false;  // sm_90a code runs on compute capability 9.0 only
   cudaFuncAttributes attributes;                // and only if this binary holds it
-  if (cudaFuncGetAttributes(&attributes, EngineVariant::kernel) != cudaSuccess) {
+  if (cudaFuncGetAttributes(&attributes, EngineVariant::kernel) != cudaSuccess ||
+      cudaFuncGetAttributes(&attributes, EnginePairedVariant::kernel) != cudaSuccess) {
     (void)cudaGetLastError();
     return false;
   }
@@ -809,7 +924,7 @@ bool hopper_attention_available() {
 
 void hopper_attention(const AttentionArgs& args, cudaStream_t stream) {
   // attention() has checked what TMA needs too: 16-byte aligned rows (base and stride).
-  hopper::EngineVariant::launch(args, stream);
+  hopper::launch_engine_variant(args, stream);
 }
 
 }  // namespace mosaic::cuda

@@ -31,13 +31,13 @@ class CudaAttention : public ::testing::TestWithParam<AttentionKernel> {
  protected:
   void SetUp() override {
     if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
-    if (GetParam() == AttentionKernel::hopper && !hopper_attention_available()) {
+    if (GetParam() != AttentionKernel::portable && !hopper_attention_available()) {
       GTEST_SKIP() << "the Hopper kernel needs a compute capability 9.0 device";
     }
   }
   // The head sizes the kernel under test takes.
   std::vector<int64_t> head_dims() const {
-    if (GetParam() == AttentionKernel::hopper) return {128};
+    if (GetParam() != AttentionKernel::portable) return {128};
     return {128, 64};
   }
 };
@@ -164,6 +164,20 @@ TEST_P(CudaAttention, QueryChunksAndCandidateRows) {
   }
 }
 
+// An even number of query tiles runs in pairs of CTAs that share their K/V tiles (Hopper): a
+// whole 1,000-row sequence (8 query tiles, a partial last key tile) beside two short ones, whose
+// pairs hold one CTA without queries, or two.
+TEST_P(CudaAttention, LongSequenceBesideShortOnesMatchesCpu) {
+  const std::vector<AttentionSegment> segments = {
+      {0, 1000, 0, 1000}, {1000, 1, 1000, 1}, {1001, 150, 1001, 150}};
+  for (int64_t head_dim : head_dims()) {
+    for (Heads heads : {Heads{3, 3}, Heads{7, 1}}) {
+      const Problem p(1151, heads.q, heads.kv, head_dim, static_cast<uint32_t>(3 * head_dim + heads.q));
+      expect_close(p, segments, p.run_gpu(segments, GetParam()), p.run_cpu(segments));
+    }
+  }
+}
+
 // Splitting a sequence's queries into segments at arbitrary rows (not multiples of the 128-row
 // query tile), in any order, changes no output bit.
 TEST_P(CudaAttention, QueryChunkingIsBitExact) {
@@ -239,9 +253,14 @@ TEST_P(CudaAttention, RowOffsetsBeyond32Bits) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Kernels, CudaAttention,
-                         ::testing::Values(AttentionKernel::portable, AttentionKernel::hopper),
+                         ::testing::Values(AttentionKernel::portable, AttentionKernel::hopper,
+                                           AttentionKernel::hopper_paired),
                          [](const ::testing::TestParamInfo<AttentionKernel>& info) {
-                           return info.param == AttentionKernel::hopper ? "hopper" : "portable";
+                           switch (info.param) {
+                             case AttentionKernel::hopper: return "hopper";
+                             case AttentionKernel::hopper_paired: return "hopper_paired";
+                             default: return "portable";
+                           }
                          });
 
 }  // namespace
