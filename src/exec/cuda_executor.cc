@@ -15,6 +15,7 @@
 #include "core/format_bytes.h"
 #include "core/half.h"
 #include "exec/cuda_op_profile.h"
+#include "exec/cuda_step_graphs.h"
 #include "model/weight_names.h"
 
 namespace mosaic {
@@ -49,6 +50,33 @@ struct DeviceBuffer {
   }
 };
 
+// Every value the forward's launches read on the host (CudaStepGraphs): the per-step buffers'
+// addresses, the attention segments (their row counts size the grids), and per op its fields and
+// the address and row length of each tensor it names. Weights and model constants are the
+// executor's own and never change.
+template <typename Address>
+CudaStepGraphs::Signature launch_signature(const Graph& graph, const Address& address, const void* segments,
+                                           const void* sampling) {
+  CudaStepGraphs::Signature signature;
+  signature.reserve(4 + 4 * graph.segments.size() + 20 * graph.ops.size());
+  auto put = [&](auto value) { signature.push_back(static_cast<int64_t>(value)); };
+  put(reinterpret_cast<intptr_t>(segments)), put(reinterpret_cast<intptr_t>(sampling));
+  put(graph.tensors[static_cast<size_t>(graph.output)].rows);
+  for (const AttentionSegment& s : graph.segments) put(s.q_begin), put(s.q_count), put(s.kv_begin), put(s.kv_count);
+  for (const GraphOp& op : graph.ops) {
+    put(op.kind), put(op.layer), put(op.weight), put(op.has_bias), put(op.accumulate), put(op.rows);
+    put(op.segment_begin), put(op.segment_count);
+    for (const TensorRef* ref : {&op.out, &op.a, &op.b, &op.c, &op.index, &op.scratch}) {
+      if (!ref->valid()) {
+        put(-1);
+        continue;
+      }
+      put(reinterpret_cast<intptr_t>(address(*ref))), put(graph.tensors[static_cast<size_t>(ref->tensor)].cols);
+    }
+  }
+  return signature;
+}
+
 }  // namespace
 
 struct CudaExecutor::Impl {
@@ -62,6 +90,7 @@ struct CudaExecutor::Impl {
   DeviceBuffer segments, sampling, commit_sequences, committed;
   std::chrono::steady_clock::time_point launch_end;
   CudaOpProfile profile;  // MOSAIC_PROFILE_OPS=1
+  CudaStepGraphs graphs;  // MOSAIC_CUDA_GRAPHS=0 turns replays off
 
   Impl(const Model& m, int d) : model(m), device(d) {}
 
@@ -132,6 +161,9 @@ uint64_t CudaExecutor::weight_bytes() const { return impl_->weight_bytes; }
 std::chrono::steady_clock::time_point CudaExecutor::last_launch_end() const { return impl_->launch_end; }
 
 cudaStream_t CudaExecutor::stream() const { return impl_->stream; }
+
+size_t CudaExecutor::graph_replays() const { return impl_->graphs.replays(); }
+size_t CudaExecutor::graph_captures() const { return impl_->graphs.captures(); }
 
 uint64_t CudaExecutor::workspace_bytes() const {
   return impl_->gemm.workspace_bytes() + impl_->segments.size + impl_->sampling.size +
@@ -212,7 +244,9 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
   const auto rope_precision = c.family == Family::llada ? cuda::RopePrecision::fp32 : cuda::RopePrecision::bf16_tables;
   const float eps = static_cast<float>(c.rms_eps);
 
-  x.profile.begin(stream);
+  // The forward's launches, op by op. Everything they read on the host is in the signature
+  // below; what they read on the device was uploaded above.
+  auto enqueue_forward = [&] {
   for (const GraphOp& op : graph.ops) {
     if (op.rows == 0) continue;
     switch (op.kind) {
@@ -289,6 +323,13 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
       if (op.kind == OpKind::linear) label += fmt::format(" {}", weight_role_name(op.weight));
       x.profile.mark(label, stream);
     }
+  }
+  };
+  if (x.profile.enabled()) {  // events between the ops: launched directly
+    x.profile.begin(stream);
+    enqueue_forward();
+  } else {
+    x.graphs.run(launch_signature(graph, address, segments, device_sampling), stream, enqueue_forward);
   }
   CudaStepResult result;
   if (committed != nullptr) {

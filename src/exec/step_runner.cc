@@ -99,6 +99,11 @@ int64_t CudaStepRunner::canvas_uploads() {
   return canvases_->uploads();
 }
 
+size_t CudaStepRunner::graph_replays() {
+  std::lock_guard lock(mutex_);
+  return executor_->graph_replays();
+}
+
 StepOutput CudaStepRunner::run(const StepInput& input) {
   const auto start = std::chrono::steady_clock::now();
   const PackedBatch packed = pack_batch(model_.config(), input.sequences);

@@ -111,6 +111,8 @@ class CudaStepRunner final : public StepRunner {
   // the runner has made: for tests and debugging of the residency.
   std::vector<int32_t> resident_canvas(uint64_t canvas_id);
   int64_t canvas_uploads();
+  // Steps whose forward replayed a captured CUDA graph (exec/cuda_step_graphs.h).
+  size_t graph_replays();
 
  private:
   const Model& model_;

@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <random>
+#include <string_view>
 
 #include "exec/step_runner.h"
 #include "gen/generator.h"
@@ -91,6 +93,34 @@ TEST_P(CudaStep, ChunkedStepIsBitIdentical) {
   const StepOutput b = tight.run(input);
   ASSERT_NE(b.chunks.to_string(), ChunkConfig{}.to_string()) << "the budget did not force chunking";
   EXPECT_EQ(a.values, b.values) << "chunks " << b.chunks.to_string();
+}
+
+// The same step again replays its captured CUDA graph (seen once: launched directly; twice:
+// captured; then replayed), with the bits of the direct launch; a step of the same shape with
+// other ids replays the same graph and reads its own inputs, as a fresh runner launching
+// directly computes them.
+TEST_P(CudaStep, RepeatedStepsReplayAGraphWithTheSameBits) {
+  const char* setting = std::getenv("MOSAIC_CUDA_GRAPHS");
+  if (setting != nullptr && std::string_view(setting) == "0") GTEST_SKIP() << "MOSAIC_CUDA_GRAPHS=0";
+  for (bool keep_logits : {false, true}) {
+    CudaStepRunner gpu(*model_, 0, std::nullopt);
+    const StepInput first = random_step({700, 300}, keep_logits, 5);
+    const StepOutput direct = gpu.run(first);
+    ASSERT_EQ(gpu.graph_replays(), 0u);
+    for (int repeat = 0; repeat < 3; ++repeat) {
+      const StepOutput again = gpu.run(first);
+      EXPECT_EQ(again.values, direct.values) << "repeat " << repeat << " keep_logits " << keep_logits;
+    }
+    EXPECT_EQ(gpu.graph_replays(), 2u) << "captured on the second run, replayed on the third and fourth";
+
+    const StepInput other = random_step({700, 300}, keep_logits, 6);  // same shape, other ids
+    const StepOutput replayed = gpu.run(other);
+    EXPECT_EQ(gpu.graph_replays(), 3u);
+    CudaStepRunner fresh(*model_, 0, std::nullopt);
+    const StepOutput expected = fresh.run(other);
+    EXPECT_EQ(replayed.values, expected.values) << "keep_logits " << keep_logits;
+    EXPECT_NE(replayed.values, direct.values);
+  }
 }
 
 // Runs every step on both backends and drives the generation with the CPU's answer, so both see
