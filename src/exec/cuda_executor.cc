@@ -163,7 +163,6 @@ std::chrono::steady_clock::time_point CudaExecutor::last_launch_end() const { re
 cudaStream_t CudaExecutor::stream() const { return impl_->stream; }
 
 size_t CudaExecutor::graph_replays() const { return impl_->graphs.replays(); }
-size_t CudaExecutor::graph_captures() const { return impl_->graphs.captures(); }
 
 uint64_t CudaExecutor::workspace_bytes() const {
   return impl_->gemm.workspace_bytes() + impl_->segments.size + impl_->sampling.size +
@@ -247,83 +246,83 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
   // The forward's launches, op by op. Everything they read on the host is in the signature
   // below; what they read on the device was uploaded above.
   auto enqueue_forward = [&] {
-  for (const GraphOp& op : graph.ops) {
-    if (op.rows == 0) continue;
-    switch (op.kind) {
-      case OpKind::embed:
-        cuda::embedding_gather(op.rows, c.hidden, i32(op.a), x.on_device(w.embedding), DType::bf16,
-                               address(op.out), cols(op.out), stream);
-        break;
-      case OpKind::rms_norm:
-        cuda::rms_norm(op.rows, c.hidden, address(op.a), cols(op.a),
-                       op.index.valid() ? i32(op.index) : nullptr, x.on_device(weight_of(w, op.layer, op.weight)),
-                       eps, address(op.out), cols(op.out), stream);
-        break;
-      case OpKind::linear: {
-        const WeightView& view = weight_of(w, op.layer, op.weight);
-        cuda::GemmArgs args;
-        args.m = op.rows, args.n = view.shape[0], args.k = view.shape[1];
-        args.a = address(op.a), args.lda = cols(op.a);
-        args.b = x.on_device(view), args.ldb = view.shape[1];
-        args.c = address(op.out), args.ldc = cols(op.out), args.c_dtype = DType::bf16;
-        if (op.has_bias) args.bias = x.on_device(weight_of(w, op.layer, bias_role_of(op.weight)));
-        args.accumulate = op.accumulate;
-        x.gemm.run(args, stream);
-        break;
+    for (const GraphOp& op : graph.ops) {
+      if (op.rows == 0) continue;
+      switch (op.kind) {
+        case OpKind::embed:
+          cuda::embedding_gather(op.rows, c.hidden, i32(op.a), x.on_device(w.embedding), DType::bf16,
+                                 address(op.out), cols(op.out), stream);
+          break;
+        case OpKind::rms_norm:
+          cuda::rms_norm(op.rows, c.hidden, address(op.a), cols(op.a),
+                         op.index.valid() ? i32(op.index) : nullptr, x.on_device(weight_of(w, op.layer, op.weight)),
+                         eps, address(op.out), cols(op.out), stream);
+          break;
+        case OpKind::linear: {
+          const WeightView& view = weight_of(w, op.layer, op.weight);
+          cuda::GemmArgs args;
+          args.m = op.rows, args.n = view.shape[0], args.k = view.shape[1];
+          args.a = address(op.a), args.lda = cols(op.a);
+          args.b = x.on_device(view), args.ldb = view.shape[1];
+          args.c = address(op.out), args.ldc = cols(op.out), args.c_dtype = DType::bf16;
+          if (op.has_bias) args.bias = x.on_device(weight_of(w, op.layer, bias_role_of(op.weight)));
+          args.accumulate = op.accumulate;
+          x.gemm.run(args, stream);
+          break;
+        }
+        case OpKind::rope:
+          cuda::rope(op.rows, cols(op.out) / c.head_dim, c.head_dim, address(op.out), cols(op.out), i32(op.b),
+                     c.rope_theta, rope_precision, stream);
+          break;
+        case OpKind::attention: {
+          cuda::AttentionArgs args;
+          args.q = address(op.a), args.q_stride = cols(op.a);
+          args.k = address(op.b), args.k_stride = cols(op.b);
+          args.v = address(op.c), args.v_stride = cols(op.c);
+          args.out = address(op.out), args.out_stride = cols(op.out);
+          args.q_heads = c.heads, args.kv_heads = c.kv_heads, args.head_dim = c.head_dim;
+          args.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+          args.segments = segments + op.segment_begin;
+          args.segment_count = op.segment_count;
+          for (int32_t s = 0; s < op.segment_count; ++s)
+            args.max_q_rows = std::max(args.max_q_rows, graph.segments[op.segment_begin + s].q_count);
+          cuda::attention(args, stream);
+          break;
+        }
+        case OpKind::swiglu:
+          cuda::swiglu(op.rows, cols(op.out), address(op.out), cols(op.out), address(op.b), cols(op.b), stream);
+          break;
+        case OpKind::lm_head: {
+          cuda::GemmArgs args;
+          args.m = op.rows, args.n = c.vocab, args.k = c.hidden;
+          args.a = address(op.a), args.lda = cols(op.a);
+          args.b = x.on_device(w.lm_head), args.ldb = c.hidden;
+          args.c = address(op.out), args.ldc = cols(op.out), args.c_dtype = DType::f32;
+          x.gemm.run(args, stream);
+          break;
+        }
+        case OpKind::lm_head_stats: {
+          MOSAIC_ASSERT(op.scratch.valid(), "the CUDA fused head needs its scratch tensor (head_scratch_per_row)");
+          cuda::LmHeadArgs args;
+          args.rows = op.rows, args.hidden = c.hidden, args.vocab = c.vocab;
+          args.h = address(op.a), args.h_stride = cols(op.a);
+          args.weight = x.on_device(w.lm_head);
+          args.sampling = device_sampling ? device_sampling + op.out.row : nullptr;
+          args.out = static_cast<float*>(address(op.out)), args.out_stride = cols(op.out);
+          args.scratch = address(op.scratch);
+          // Chosen from the step's candidate count, not from this op's rows: row chunks of one step
+          // must take the same path to give the same bits.
+          args.gemm = output.rows >= kHeadRowsThroughGemm ? &x.gemm : nullptr;
+          cuda::lm_head_sample(args, stream);
+          break;
+        }
       }
-      case OpKind::rope:
-        cuda::rope(op.rows, cols(op.out) / c.head_dim, c.head_dim, address(op.out), cols(op.out), i32(op.b),
-                   c.rope_theta, rope_precision, stream);
-        break;
-      case OpKind::attention: {
-        cuda::AttentionArgs args;
-        args.q = address(op.a), args.q_stride = cols(op.a);
-        args.k = address(op.b), args.k_stride = cols(op.b);
-        args.v = address(op.c), args.v_stride = cols(op.c);
-        args.out = address(op.out), args.out_stride = cols(op.out);
-        args.q_heads = c.heads, args.kv_heads = c.kv_heads, args.head_dim = c.head_dim;
-        args.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-        args.segments = segments + op.segment_begin;
-        args.segment_count = op.segment_count;
-        for (int32_t s = 0; s < op.segment_count; ++s)
-          args.max_q_rows = std::max(args.max_q_rows, graph.segments[op.segment_begin + s].q_count);
-        cuda::attention(args, stream);
-        break;
-      }
-      case OpKind::swiglu:
-        cuda::swiglu(op.rows, cols(op.out), address(op.out), cols(op.out), address(op.b), cols(op.b), stream);
-        break;
-      case OpKind::lm_head: {
-        cuda::GemmArgs args;
-        args.m = op.rows, args.n = c.vocab, args.k = c.hidden;
-        args.a = address(op.a), args.lda = cols(op.a);
-        args.b = x.on_device(w.lm_head), args.ldb = c.hidden;
-        args.c = address(op.out), args.ldc = cols(op.out), args.c_dtype = DType::f32;
-        x.gemm.run(args, stream);
-        break;
-      }
-      case OpKind::lm_head_stats: {
-        MOSAIC_ASSERT(op.scratch.valid(), "the CUDA fused head needs its scratch tensor (head_scratch_per_row)");
-        cuda::LmHeadArgs args;
-        args.rows = op.rows, args.hidden = c.hidden, args.vocab = c.vocab;
-        args.h = address(op.a), args.h_stride = cols(op.a);
-        args.weight = x.on_device(w.lm_head);
-        args.sampling = device_sampling ? device_sampling + op.out.row : nullptr;
-        args.out = static_cast<float*>(address(op.out)), args.out_stride = cols(op.out);
-        args.scratch = address(op.scratch);
-        // Chosen from the step's candidate count, not from this op's rows: row chunks of one step
-        // must take the same path to give the same bits.
-        args.gemm = output.rows >= kHeadRowsThroughGemm ? &x.gemm : nullptr;
-        cuda::lm_head_sample(args, stream);
-        break;
+      if (x.profile.enabled()) {
+        std::string label(op_kind_name(op.kind));
+        if (op.kind == OpKind::linear) label += fmt::format(" {}", weight_role_name(op.weight));
+        x.profile.mark(label, stream);
       }
     }
-    if (x.profile.enabled()) {
-      std::string label(op_kind_name(op.kind));
-      if (op.kind == OpKind::linear) label += fmt::format(" {}", weight_role_name(op.weight));
-      x.profile.mark(label, stream);
-    }
-  }
   };
   if (x.profile.enabled()) {  // events between the ops: launched directly
     x.profile.begin(stream);

@@ -58,10 +58,8 @@ class CudaExecutor {
 
   // When the last run() had enqueued all its work (before it waited for the result).
   std::chrono::steady_clock::time_point last_launch_end() const;
-  // Steps whose forward was launched as a replayed CUDA graph, and graphs captured
-  // (exec/cuda_step_graphs.h): for tests and benchmarks.
+  // Steps whose forward was launched as a replayed CUDA graph (exec/cuda_step_graphs.h).
   size_t graph_replays() const;
-  size_t graph_captures() const;
 
   uint64_t weight_bytes() const;      // device bytes of the uploaded weights
   uint64_t workspace_bytes() const;   // cuBLASLt workspace and small per-step buffers

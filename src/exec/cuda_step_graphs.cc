@@ -82,7 +82,6 @@ bool CudaStepGraphs::capture(Signature signature, cudaStream_t stream, const std
     cudaGraphExecDestroy(graphs_.back().graph);
     graphs_.pop_back();
   }
-  ++captures_;
   return true;
 }
 

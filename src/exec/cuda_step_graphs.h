@@ -39,8 +39,7 @@ class CudaStepGraphs {
   // launches run directly and replays stay off from then on (with a note on stderr).
   void run(Signature signature, cudaStream_t stream, const std::function<void()>& enqueue);
 
-  size_t replays() const { return replays_; }    // graph launches so far
-  size_t captures() const { return captures_; }  // graphs captured so far
+  size_t replays() const { return replays_; }  // graphs launched again after their capture
 
  private:
   struct Entry {
@@ -53,7 +52,7 @@ class CudaStepGraphs {
   bool enabled_ = true;
   std::list<Entry> graphs_;         // most recently used first
   std::list<Signature> seen_once_;  // signatures run directly once, most recent first
-  size_t replays_ = 0, captures_ = 0;
+  size_t replays_ = 0;
 };
 
 }  // namespace mosaic

@@ -14,7 +14,8 @@
 //
 // Two kernels: flash_attention_ws_kernel, the engine's (a producer warp loads K/V tiles with TMA
 // into mbarrier-guarded stages, two consumer warpgroups with Q in registers take turns on the
-// tensor cores; template switches give the workbench its earlier versions), and
+// tensor cores; from 64 query tiles up, CTAs run in pairs that multicast each K/V tile into
+// both; template switches give the workbench its earlier versions), and
 // flash_attention_wgmma_kernel, where all threads load and compute between CTA barriers (kept
 // for dev/cuda/attention_bench.cu, which measures both).
 //
