@@ -48,7 +48,7 @@ void CudaStepGraphs::run(Signature signature, cudaStream_t stream, const std::fu
 }
 
 bool CudaStepGraphs::capture(Signature signature, cudaStream_t stream, const std::function<void()>& enqueue) {
-  // Any failure below leaves the stream out of capture mode, clears the error and turns replays
+  // A failure below leaves the stream out of capture mode, clears the error and turns replays
   // off: the caller then launches directly.
   auto give_up = [&](const char* what, cudaError_t status) {
     (void)cudaGetLastError();
@@ -62,15 +62,21 @@ bool CudaStepGraphs::capture(Signature signature, cudaStream_t stream, const std
   bool enqueued = true;
   try {
     enqueue();
-  } catch (...) {  // a launch refused during capture: retried directly by the caller
+  } catch (...) {
     enqueued = false;
   }
   cudaGraph_t graph = nullptr;
   status = cudaStreamEndCapture(stream, &graph);
-  if (!enqueued || status != cudaSuccess) {
+  if (!enqueued) {
+    // A launch refused while capturing. Launched directly, a real error throws again (and replays
+    // stay on: the step was wrong, not the capture); if it runs, capturing was the problem.
     if (graph != nullptr) cudaGraphDestroy(graph);
-    return give_up("capture", enqueued ? status : cudaErrorStreamCaptureInvalidated);
+    (void)cudaGetLastError();
+    enqueue();
+    give_up("capture", status != cudaSuccess ? status : cudaErrorStreamCaptureInvalidated);
+    return true;
   }
+  if (status != cudaSuccess) return give_up("capture", status);
   cudaGraphExec_t exec = nullptr;
   status = cudaGraphInstantiate(&exec, graph, 0);
   cudaGraphDestroy(graph);

@@ -35,8 +35,10 @@ class CudaStepGraphs {
   bool enabled() const { return enabled_; }
   // Enqueues a step's launches on `stream`: replays the graph of `signature`, or captures one
   // from `enqueue` (which must launch exactly the work the signature describes, on `stream` only)
-  // when the signature was seen before, or calls `enqueue` directly. If capturing fails, the
-  // launches run directly and replays stay off from then on (with a note on stderr).
+  // when the signature was seen before, or calls `enqueue` directly. If CUDA does not capture
+  // (beginning, ending or instantiating fails), the launches run directly and replays stay off
+  // from then on (with a note on stderr). An exception from `enqueue` while capturing ends the
+  // capture and `enqueue` runs directly: an error of the step itself then reaches the caller.
   void run(Signature signature, cudaStream_t stream, const std::function<void()>& enqueue);
 
   size_t replays() const { return replays_; }  // graphs launched again after their capture
@@ -46,6 +48,8 @@ class CudaStepGraphs {
     Signature signature;
     cudaGraphExec_t graph = nullptr;
   };
+  // Captures, instantiates and launches the graph of `signature`. False when nothing was
+  // launched (the caller launches directly).
   bool capture(Signature signature, cudaStream_t stream, const std::function<void()>& enqueue);
 
   size_t capacity_;
