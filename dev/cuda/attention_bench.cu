@@ -237,17 +237,10 @@ void run_case(const Case& c, Mode mode) {
 
 // How many pairs of the paired kernel fit on the device at once (132 SMs would hold 66).
 void print_paired_occupancy() {
-  using Paired = hopper::WsVariant<true, true, true, true, true>;
-  MOSAIC_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(Paired::kernel),
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize, hopper::kWsSharedBytes));
-  cudaLaunchAttribute cluster{};
-  cluster.id = cudaLaunchAttributeClusterDimension;
-  cluster.val.clusterDim.x = 2, cluster.val.clusterDim.y = 1, cluster.val.clusterDim.z = 1;
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(256, 32, 1), config.blockDim = dim3(hopper::kWsThreads);
-  config.dynamicSmemBytes = hopper::kWsSharedBytes, config.attrs = &cluster, config.numAttrs = 1;
+  hopper::EnginePairedVariant::configure();
+  const hopper::WsLaunchConfig launch(dim3(256, 32, 1), nullptr, true);
   int clusters = 0;
-  MOSAIC_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, Paired::kernel, &config));
+  MOSAIC_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, hopper::EnginePairedVariant::kernel, &launch.config));
   std::printf("paired kernel: %d clusters of 2 active at once\n", clusters);
 }
 }  // namespace mosaic::cuda

@@ -824,6 +824,22 @@ void launch(const AttentionArgs& args, cudaStream_t stream) {
 // segment, so the bound just has to exceed every row a segment names (coordinates are 32-bit).
 constexpr uint64_t kTensorMapRows = uint64_t{1} << 31;
 
+// The launch configuration of the warp-specialised kernel; `paired`: in clusters of two CTAs
+// along x. (Holds the cluster attribute the configuration points to: not copied.)
+struct WsLaunchConfig {
+  cudaLaunchAttribute cluster{};
+  cudaLaunchConfig_t config{};
+
+  WsLaunchConfig(dim3 grid, cudaStream_t stream, bool paired) {
+    cluster.id = cudaLaunchAttributeClusterDimension;
+    cluster.val.clusterDim.x = 2, cluster.val.clusterDim.y = 1, cluster.val.clusterDim.z = 1;
+    config.gridDim = grid, config.blockDim = dim3(kWsThreads), config.dynamicSmemBytes = kWsSharedBytes;
+    config.stream = stream, config.attrs = paired ? &cluster : nullptr, config.numAttrs = paired ? 1 : 0;
+  }
+  WsLaunchConfig(const WsLaunchConfig&) = delete;
+  WsLaunchConfig& operator=(const WsLaunchConfig&) = delete;
+};
+
 // One combination of flash_attention_ws_kernel's switches: the kernel and its launch (with
 // kPairedLoads, in clusters of two CTAs; the query tiles must then be even in number).
 template <bool kSkipUnitRescale, bool kQInRegisters, bool kTmaLoads, bool kSumUnroundedP = false,
@@ -831,6 +847,12 @@ template <bool kSkipUnitRescale, bool kQInRegisters, bool kTmaLoads, bool kSumUn
 struct WsVariant {
   static constexpr auto kernel =
       flash_attention_ws_kernel<kSkipUnitRescale, kQInRegisters, kTmaLoads, kSumUnroundedP, kPairedLoads>;
+
+  // Lets the kernel use its shared memory on the current device (once per device).
+  static void configure() {
+    static std::atomic<uint64_t> configured{0};
+    raise_shared_limit(reinterpret_cast<const void*>(kernel), kWsSharedBytes, configured);
+  }
 
   static void launch(const AttentionArgs& args, cudaStream_t stream) {
     const KernelArgs kernel_args = kernel_args_of(args);
@@ -840,8 +862,7 @@ struct WsVariant {
       k_map = bf16_row_major_map(args.k, columns, kTensorMapRows, static_cast<uint64_t>(args.k_stride), 64, kBlockN);
       v_map = bf16_row_major_map(args.v, columns, kTensorMapRows, static_cast<uint64_t>(args.v_stride), 64, kBlockN);
     }
-    static std::atomic<uint64_t> configured{0};
-    raise_shared_limit(reinterpret_cast<const void*>(kernel), kWsSharedBytes, configured);
+    configure();
     const int64_t q_tiles = (args.max_q_rows + kWsBlockM - 1) / kWsBlockM;
     if (kPairedLoads && q_tiles % 2 != 0) {
       throw std::logic_error("paired attention CTAs need an even number of query tiles");
@@ -850,13 +871,8 @@ struct WsVariant {
       const dim3 grid(static_cast<unsigned>(q_tiles), static_cast<unsigned>(args.q_heads),
                       static_cast<unsigned>(std::min(kMaxGridZ, args.segment_count - first)));
       if constexpr (kPairedLoads) {
-        cudaLaunchAttribute cluster{};
-        cluster.id = cudaLaunchAttributeClusterDimension;
-        cluster.val.clusterDim.x = 2, cluster.val.clusterDim.y = 1, cluster.val.clusterDim.z = 1;
-        cudaLaunchConfig_t config{};
-        config.gridDim = grid, config.blockDim = dim3(kWsThreads), config.dynamicSmemBytes = kWsSharedBytes;
-        config.stream = stream, config.attrs = &cluster, config.numAttrs = 1;
-        MOSAIC_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, kernel_args, first, k_map, v_map));
+        const WsLaunchConfig launch(grid, stream, true);
+        MOSAIC_CUDA_CHECK(cudaLaunchKernelEx(&launch.config, kernel, kernel_args, first, k_map, v_map));
       } else {
         kernel<<<grid, kWsThreads, kWsSharedBytes, stream>>>(kernel_args, first, k_map, v_map);
       }
@@ -877,10 +893,44 @@ using EnginePairedVariant = WsVariant<true, true, true, true, true>;
 // traffic costs (docs/design/cuda-kernels.md).
 constexpr int64_t kMinPairedQueryTiles = 64;
 
+// Asks `ask(device)` once per device ordinal of the current device: one bit per device says
+// "asked", one the answer. False when there is no current device.
+template <typename Ask>
+bool once_per_device(std::atomic<uint64_t>& asked, std::atomic<uint64_t>& answers, Ask ask) {
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  const uint64_t bit = uint64_t{1} << (device & 63);
+  if (!(asked.load(std::memory_order_acquire) & bit)) {
+    if (ask(device)) answers.fetch_or(bit, std::memory_order_relaxed);
+    asked.fetch_or(bit, std::memory_order_release);
+  }
+  return answers.load(std::memory_order_relaxed) & bit;
+}
+
+// Whether the current device runs a pair of the paired kernel's CTAs: a cluster of two CTAs with
+// 225 KiB of shared memory each needs two free SMs of one GPC, which a MIG slice or a smaller
+// part need not offer (its launches would then fail). Without, every call runs unpaired.
+bool device_holds_a_pair() {
+  static std::atomic<uint64_t> asked{0}, answers{0};
+  return once_per_device(asked, answers, [](int) {
+    EnginePairedVariant::configure();
+    const WsLaunchConfig launch(dim3(2, 1, 1), nullptr, true);
+    int clusters = 0;
+    if (cudaOccupancyMaxActiveClusters(&clusters, EnginePairedVariant::kernel, &launch.config) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return false;
+    }
+    return clusters > 0;
+  });
+}
+
 void launch_engine_variant(const AttentionArgs& args, cudaStream_t stream) {
   const int64_t q_tiles = (args.max_q_rows + kWsBlockM - 1) / kWsBlockM;
   const bool many_tiles = q_tiles >= kMinPairedQueryTiles || args.kernel == AttentionKernel::hopper_paired;
-  if (q_tiles % 2 == 0 && many_tiles) {
+  if (q_tiles % 2 == 0 && many_tiles && device_holds_a_pair()) {
     EnginePairedVariant::launch(args, stream);
   } else {
     EngineVariant::launch(args, stream);
@@ -908,19 +958,8 @@ bool device_runs_wgmma_kernel(int device) {
 }  // namespace hopper
 
 bool hopper_attention_available() {
-  // Asked once per device ordinal: one bit per device says "asked", one says the answer.
   static std::atomic<uint64_t> asked{0}, available{0};
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  const uint64_t bit = uint64_t{1} << (device & 63);
-  if (!(asked.load(std::memory_order_acquire) & bit)) {
-    if (hopper::device_runs_wgmma_kernel(device)) available.fetch_or(bit, std::memory_order_relaxed);
-    asked.fetch_or(bit, std::memory_order_release);
-  }
-  return available.load(std::memory_order_relaxed) & bit;
+  return hopper::once_per_device(asked, available, hopper::device_runs_wgmma_kernel);
 }
 
 void hopper_attention(const AttentionArgs& args, cudaStream_t stream) {
