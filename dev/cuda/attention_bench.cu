@@ -237,11 +237,7 @@ void run_case(const Case& c, Mode mode) {
 
 // How many pairs of the paired kernel fit on the device at once (132 SMs would hold 66).
 void print_paired_occupancy() {
-  hopper::EnginePairedVariant::configure();
-  const hopper::WsLaunchConfig launch(dim3(256, 32, 1), nullptr, true);
-  int clusters = 0;
-  MOSAIC_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, hopper::EnginePairedVariant::kernel, &launch.config));
-  std::printf("paired kernel: %d clusters of 2 active at once\n", clusters);
+  std::printf("paired kernel: %d clusters of 2 active at once\n", hopper::paired_clusters_on_device());
 }
 }  // namespace mosaic::cuda
 

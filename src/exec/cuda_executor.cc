@@ -327,6 +327,8 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
   if (x.profile.enabled()) {  // events between the ops: launched directly
     x.profile.begin(stream);
     enqueue_forward();
+  } else if (!x.graphs.enabled()) {  // MOSAIC_CUDA_GRAPHS=0: no signature to build
+    enqueue_forward();
   } else {
     x.graphs.run(launch_signature(graph, address, segments, device_sampling), stream, enqueue_forward);
   }

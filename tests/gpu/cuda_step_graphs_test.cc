@@ -7,9 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <cstdlib>
 #include <stdexcept>
-#include <string_view>
 
 #include "backend/cuda/cuda_check.h"
 #include "mem/cuda_arena.h"
@@ -21,8 +19,7 @@ class CudaStepGraphsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!cuda_devices_visible()) GTEST_SKIP() << "no CUDA device";
-    const char* setting = std::getenv("MOSAIC_CUDA_GRAPHS");
-    if (setting != nullptr && std::string_view(setting) == "0") GTEST_SKIP() << "MOSAIC_CUDA_GRAPHS=0";
+    if (!CudaStepGraphs().enabled()) GTEST_SKIP() << "CUDA graphs are off (MOSAIC_CUDA_GRAPHS=0)";
     MOSAIC_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     MOSAIC_CUDA_CHECK(cudaMalloc(&word_, 4));
   }

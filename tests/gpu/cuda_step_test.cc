@@ -6,11 +6,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <random>
-#include <string_view>
 
+#include "exec/cuda_step_graphs.h"
 #include "exec/step_runner.h"
 #include "gen/generator.h"
 #include "mem/cuda_arena.h"
@@ -100,8 +99,7 @@ TEST_P(CudaStep, ChunkedStepIsBitIdentical) {
 // other ids replays the same graph and reads its own inputs, as a fresh runner launching
 // directly computes them.
 TEST_P(CudaStep, RepeatedStepsReplayAGraphWithTheSameBits) {
-  const char* setting = std::getenv("MOSAIC_CUDA_GRAPHS");
-  if (setting != nullptr && std::string_view(setting) == "0") GTEST_SKIP() << "MOSAIC_CUDA_GRAPHS=0";
+  if (!CudaStepGraphs().enabled()) GTEST_SKIP() << "CUDA graphs are off (MOSAIC_CUDA_GRAPHS=0)";
   for (bool keep_logits : {false, true}) {
     CudaStepRunner gpu(*model_, 0, std::nullopt);
     const StepInput first = random_step({700, 300}, keep_logits, 5);

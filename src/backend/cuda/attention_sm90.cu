@@ -824,21 +824,24 @@ void launch(const AttentionArgs& args, cudaStream_t stream) {
 // segment, so the bound just has to exceed every row a segment names (coordinates are 32-bit).
 constexpr uint64_t kTensorMapRows = uint64_t{1} << 31;
 
-// The launch configuration of the warp-specialised kernel; `paired`: in clusters of two CTAs
-// along x. (Holds the cluster attribute the configuration points to: not copied.)
-struct WsLaunchConfig {
+// The launch configuration of the paired kernel: clusters of two CTAs along x. (Holds the
+// cluster attribute the configuration points to: not copied.)
+struct PairedLaunchConfig {
   cudaLaunchAttribute cluster{};
   cudaLaunchConfig_t config{};
 
-  WsLaunchConfig(dim3 grid, cudaStream_t stream, bool paired) {
+  PairedLaunchConfig(dim3 grid, cudaStream_t stream) {
     cluster.id = cudaLaunchAttributeClusterDimension;
     cluster.val.clusterDim.x = 2, cluster.val.clusterDim.y = 1, cluster.val.clusterDim.z = 1;
     config.gridDim = grid, config.blockDim = dim3(kWsThreads), config.dynamicSmemBytes = kWsSharedBytes;
-    config.stream = stream, config.attrs = paired ? &cluster : nullptr, config.numAttrs = paired ? 1 : 0;
+    config.stream = stream, config.attrs = &cluster, config.numAttrs = 1;
   }
-  WsLaunchConfig(const WsLaunchConfig&) = delete;
-  WsLaunchConfig& operator=(const WsLaunchConfig&) = delete;
+  PairedLaunchConfig(const PairedLaunchConfig&) = delete;
+  PairedLaunchConfig& operator=(const PairedLaunchConfig&) = delete;
 };
+
+// Query tiles of the warp-specialised kernel's grid (its x extent).
+int64_t ws_query_tiles(const AttentionArgs& args) { return (args.max_q_rows + kWsBlockM - 1) / kWsBlockM; }
 
 // One combination of flash_attention_ws_kernel's switches: the kernel and its launch (with
 // kPairedLoads, in clusters of two CTAs; the query tiles must then be even in number).
@@ -863,7 +866,7 @@ struct WsVariant {
       v_map = bf16_row_major_map(args.v, columns, kTensorMapRows, static_cast<uint64_t>(args.v_stride), 64, kBlockN);
     }
     configure();
-    const int64_t q_tiles = (args.max_q_rows + kWsBlockM - 1) / kWsBlockM;
+    const int64_t q_tiles = ws_query_tiles(args);
     if (kPairedLoads && q_tiles % 2 != 0) {
       throw std::logic_error("paired attention CTAs need an even number of query tiles");
     }
@@ -871,7 +874,7 @@ struct WsVariant {
       const dim3 grid(static_cast<unsigned>(q_tiles), static_cast<unsigned>(args.q_heads),
                       static_cast<unsigned>(std::min(kMaxGridZ, args.segment_count - first)));
       if constexpr (kPairedLoads) {
-        const WsLaunchConfig launch(grid, stream, true);
+        const PairedLaunchConfig launch(grid, stream);
         MOSAIC_CUDA_CHECK(cudaLaunchKernelEx(&launch.config, kernel, kernel_args, first, k_map, v_map));
       } else {
         kernel<<<grid, kWsThreads, kWsSharedBytes, stream>>>(kernel_args, first, k_map, v_map);
@@ -910,25 +913,29 @@ bool once_per_device(std::atomic<uint64_t>& asked, std::atomic<uint64_t>& answer
   return answers.load(std::memory_order_relaxed) & bit;
 }
 
-// Whether the current device runs a pair of the paired kernel's CTAs: a cluster of two CTAs with
-// 225 KiB of shared memory each needs two free SMs of one GPC, which a MIG slice or a smaller
-// part need not offer (its launches would then fail). Without, every call runs unpaired.
+// Pairs of the paired kernel's CTAs the current device runs at once (0 when it cannot say): a
+// cluster of two CTAs with 225 KiB of shared memory each needs two free SMs of one GPC, which a
+// MIG slice or a smaller part need not offer.
+int paired_clusters_on_device() {
+  EnginePairedVariant::configure();
+  const PairedLaunchConfig launch(dim3(2, 1, 1), nullptr);
+  int clusters = 0;
+  if (cudaOccupancyMaxActiveClusters(&clusters, EnginePairedVariant::kernel, &launch.config) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return clusters;
+}
+
+// Whether the current device runs pairs at all, asked once per device: without, every call runs
+// unpaired (a paired launch would fail).
 bool device_holds_a_pair() {
   static std::atomic<uint64_t> asked{0}, answers{0};
-  return once_per_device(asked, answers, [](int) {
-    EnginePairedVariant::configure();
-    const WsLaunchConfig launch(dim3(2, 1, 1), nullptr, true);
-    int clusters = 0;
-    if (cudaOccupancyMaxActiveClusters(&clusters, EnginePairedVariant::kernel, &launch.config) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return false;
-    }
-    return clusters > 0;
-  });
+  return once_per_device(asked, answers, [](int) { return paired_clusters_on_device() > 0; });
 }
 
 void launch_engine_variant(const AttentionArgs& args, cudaStream_t stream) {
-  const int64_t q_tiles = (args.max_q_rows + kWsBlockM - 1) / kWsBlockM;
+  const int64_t q_tiles = ws_query_tiles(args);
   const bool many_tiles = q_tiles >= kMinPairedQueryTiles || args.kernel == AttentionKernel::hopper_paired;
   if (q_tiles % 2 == 0 && many_tiles && device_holds_a_pair()) {
     EnginePairedVariant::launch(args, stream);
