@@ -20,6 +20,7 @@ struct StepBenchmark {
   std::vector<double> host_ms;          // of which the host was busy (pack, plan, launch)
   double median_ms = 0, median_host_ms = 0;
   double flops = 0;                     // of one step (matmuls + attention + LM head rows)
+  bool last_layer_candidates_only = true;  // the last layer's query side ran on the candidates only
   std::string chunks;                   // chunk counts the budget led to ("1,1,1,1": none)
   uint64_t planned_peak = 0, lower_bound = 0, average_live = 0, arena_bytes = 0;
   uint64_t weight_bytes = 0;            // device bytes of the weights
@@ -29,8 +30,11 @@ struct StepBenchmark {
 
 // FLOPs of one step of `config` at total length `length` with `candidates` head rows: 2 per
 // multiply-add of every projection and of Q K^T and P V over all heads, plus the head's GEMM.
+// With `last_layer_candidates_only` (the engine's default), the last layer's query side (q and o
+// projections, attention, MLP) counts only the candidate rows, as the engine computes it.
 double step_flops(int64_t hidden, int64_t layers, int64_t heads, int64_t kv_heads, int64_t head_dim,
-                  int64_t ffn, int64_t vocab, int64_t length, int64_t candidates);
+                  int64_t ffn, int64_t vocab, int64_t length, int64_t candidates,
+                  bool last_layer_candidates_only = true);
 
 // A model loaded for timing steps on the backend EngineOptions choose (the GPU when visible).
 //

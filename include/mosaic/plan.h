@@ -69,6 +69,9 @@ struct PlanReport {
 
   // Chunking and budget.
   int64_t qkv_chunks = 1, attention_chunks = 1, ffn_chunks = 1, head_chunks = 1;
+  // The last layer ran over every row rather than the candidates only (a budget at the floor
+  // needs it: ChunkConfig::last_layer_all_rows).
+  bool last_layer_all_rows = false;
   uint64_t workspace_bytes = 0;    // reserved beside weights and arena
   uint64_t granule = 1;            // the arena maps whole granules
   uint64_t mapped_bytes = 0;       // activation peak rounded up to granules

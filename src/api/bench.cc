@@ -7,19 +7,25 @@
 
 #include "api/step_runner_factory.h"
 #include "core/error.h"
+#include "exec/step_runner.h"
 #include "model/model_weights.h"
 
 namespace mosaic {
 
 double step_flops(int64_t hidden, int64_t layers, int64_t heads, int64_t kv_heads, int64_t head_dim,
-                  int64_t ffn, int64_t vocab, int64_t length, int64_t candidates) {
-  const double d = double(hidden), L = double(length);
+                  int64_t ffn, int64_t vocab, int64_t length, int64_t candidates,
+                  bool last_layer_candidates_only) {
+  const double d = double(hidden), L = double(length), M = double(candidates);
   const double q = double(heads * head_dim), kv = double(kv_heads * head_dim);
-  // q, k, v, o projections and the gated MLP (gate, up, down), per token and layer.
-  const double projections = 2.0 * (d * (q + 2 * kv) + q * d + 3.0 * d * double(ffn));
-  // Q K^T and P V over every head: 2 * L * L * head_dim each.
-  const double attention = 4.0 * L * L * double(head_dim) * double(heads);
-  return double(layers) * (L * projections + attention) + 2.0 * double(candidates) * d * double(vocab);
+  // Per token and layer: the k and v projections (every row: they are keys), and the query side:
+  // the q and o projections and the gated MLP (gate, up, down).
+  const double keys = 2.0 * d * 2 * kv;
+  const double queries = 2.0 * (d * q + q * d + 3.0 * d * double(ffn));
+  // Q K^T and P V over every head: 2 * rows * L * head_dim each.
+  const double attention_per_query = 4.0 * L * double(head_dim) * double(heads);
+  const double full_layer = L * (keys + queries + attention_per_query);
+  const double last_layer = last_layer_candidates_only ? L * keys + M * (queries + attention_per_query) : full_layer;
+  return double(layers - 1) * full_layer + last_layer + 2.0 * M * d * double(vocab);
 }
 
 namespace {
@@ -85,7 +91,9 @@ StepBenchmark StepBench::run(int64_t length, int64_t masked, double temperature,
 
   StepBenchmark b;
   b.length = length, b.masked = masked, b.temperature = temperature;
-  b.flops = step_flops(c.hidden, c.layers, c.heads, c.kv_heads, c.head_dim, c.ffn, c.vocab, length, masked);
+  b.last_layer_candidates_only = last_layer_candidates_only_from_environment();
+  b.flops = step_flops(c.hidden, c.layers, c.heads, c.kv_heads, c.head_dim, c.ffn, c.vocab, length, masked,
+                       b.last_layer_candidates_only);
   b.weight_bytes = impl_->model->weights().bytes;
   for (int i = 0; i < warmup + repeats; ++i) {
     const auto start = std::chrono::steady_clock::now();

@@ -134,6 +134,7 @@ PlanReport report_for(const PlanRequest& request, const Setup& s, const PlannedS
   report.peak_op_name = op_name(graph, graph.ops[static_cast<size_t>(step.memory.peak_op)]);
   report.qkv_chunks = graph.chunks.qkv, report.attention_chunks = graph.chunks.attention;
   report.ffn_chunks = graph.chunks.ffn, report.head_chunks = graph.chunks.head;
+  report.last_layer_all_rows = graph.chunks.last_layer_all_rows;
   report.budget = request.budget;
 
   // Live bytes per op and category (difference arrays per category), and the peak's content.

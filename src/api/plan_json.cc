@@ -24,7 +24,7 @@ nlohmann::ordered_json report_document(const PlanReport& r, bool with_timeline) 
   j["ops"] = r.op_count;
   j["planning_ms"] = r.planning_ms;
   j["chunks"] = {{"qkv", r.qkv_chunks}, {"attention", r.attention_chunks}, {"ffn", r.ffn_chunks},
-                 {"head", r.head_chunks}};
+                 {"head", r.head_chunks}, {"last_layer_all_rows", r.last_layer_all_rows}};
   j["workspace_bytes"] = r.workspace_bytes;
   j["mapped_bytes"] = r.mapped_bytes;
   j["total_bytes"] = r.total_bytes();

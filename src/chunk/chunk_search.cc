@@ -19,9 +19,10 @@ int64_t group_limit(const ChunkSearchRequest& request, ChunkGroup group) {
 
 ChunkProbe probe_chunks(const ModelConfig& config, const StepShape& shape, const GraphOptions& options,
                         const ChunkConfig& chunks) {
-  ModelConfig one_layer = config;
-  one_layer.layers = std::min<int64_t>(config.layers, 1);
-  const Graph graph = instantiate_step_graph(one_layer, shape, chunks, options);
+  // Two layers: one as every layer but the last, and the last (which may differ: candidates only).
+  ModelConfig two_layers = config;
+  two_layers.layers = std::min<int64_t>(config.layers, 2);
+  const Graph graph = instantiate_step_graph(two_layers, shape, chunks, options);
   const std::vector<uint64_t> live = live_bytes_per_op(usages_of(graph), graph.op_count());
   ChunkProbe probe;
   for (size_t op = 0; op < live.size(); ++op) {
@@ -33,18 +34,22 @@ ChunkProbe probe_chunks(const ModelConfig& config, const StepShape& shape, const
   return probe;
 }
 
-ChunkSearchResult search_chunks(const ModelConfig& config, const ChunkSearchRequest& request) {
+namespace {
+
+ChunkSearchResult search_with(const ModelConfig& config, const ChunkSearchRequest& request, bool last_layer_all_rows) {
   ChunkSearchResult result;
   auto probe = [&](const ChunkConfig& chunks) {
     ++result.probes;
     return probe_chunks(config, request.shape, request.options, chunks);
   };
   ChunkConfig floor_config;
+  floor_config.last_layer_all_rows = last_layer_all_rows;
   for (int g = 0; g < kChunkGroups; ++g)
     floor_config.count(ChunkGroup(g)) = group_limit(request, ChunkGroup(g));
 
   uint64_t target = request.activation_budget;  // live-bytes target; lowered if placement overshoots
   ChunkConfig chunks;
+  chunks.last_layer_all_rows = last_layer_all_rows;
   for (;;) {
     const ChunkProbe current = probe(chunks);
     if (current.peak <= target) {
@@ -90,6 +95,36 @@ ChunkSearchResult search_chunks(const ModelConfig& config, const ChunkSearchRequ
   }
   result.chunks = chunks;
   result.floor = probe(floor_config).peak;
+  return result;
+}
+
+}  // namespace
+
+ChunkSearchResult search_chunks(const ModelConfig& config, const ChunkSearchRequest& request) {
+  ChunkSearchResult result = search_with(config, request, false);
+  // The last layer over candidates only keeps their gathered rows beside x, K and V. When the
+  // step needs chunks anyway, the last layer over every row (the same results) may fit with
+  // fewer, or be the only way to fit: the fewer chunks win, a tie goes to candidates only.
+  if (!request.options.last_layer_candidates_only || (result.fits && result.chunks.extra_chunks() == 0))
+    return result;
+  ChunkSearchResult all_rows = search_with(config, request, true);
+  all_rows.probes += result.probes;
+  if (all_rows.fits && (!result.fits || all_rows.chunks.extra_chunks() < result.chunks.extra_chunks())) {
+    // The greedy search over candidates only can miss a configuration the other one found: the
+    // same counts may fit with candidates only as well.
+    ChunkConfig same = all_rows.chunks;
+    same.last_layer_all_rows = false;
+    PlannedStep planned = plan_graph(instantiate_step_graph(config, request.shape, same, request.options));
+    if (round_up(planned.memory.planned_peak, request.granule) <= request.activation_budget) {
+      all_rows.chunks = same;
+      all_rows.planned_peak = planned.memory.planned_peak;
+      all_rows.lower_bound = planned.memory.lower_bound;
+      all_rows.planned = std::move(planned);
+    }
+    return all_rows;
+  }
+  if (!result.fits) return all_rows;  // neither fits: report the lower floor (every row)
+  result.probes = all_rows.probes;
   return result;
 }
 

@@ -15,9 +15,15 @@
 // alternates between the K/V pass and the query pass by a few bytes per step, costing thousands
 // of probes; raising straight to the budget takes a handful.
 //
-// Probes are cheap: they instantiate the step graph with one decoder layer (every layer is the
-// same, and no per-layer tensor outlives its layer, so the peak is the same) and take the
-// live-bytes lower bound in one pass. Only the final configuration is planned in full.
+// Probes are cheap: they instantiate the step graph with two decoder layers (every layer but the
+// last is the same, and no per-layer tensor outlives its layer, so the peak is the same) and take
+// the live-bytes lower bound in one pass. Only the final configuration is planned in full.
+//
+// The last layer runs over the candidate rows only (GraphOptions::last_layer_candidates_only),
+// which saves time but keeps the candidates' gathered residual rows beside x, K and V for a
+// moment. When the step needs chunks, the search also runs with the last layer over every row
+// (ChunkConfig::last_layer_all_rows: the same results, the floor of x, K and V alone) and takes
+// whichever fits with fewer chunks; a tie goes to candidates only.
 #pragma once
 
 #include <cstdint>

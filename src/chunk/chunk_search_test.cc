@@ -8,19 +8,30 @@ namespace mosaic {
 namespace {
 
 // Brute force over every configuration with counts in [1, limit]: the fewest extra chunks that
-// fit, or -1 when none does.
-int64_t brute_force_minimum(const ModelConfig& config, const ChunkSearchRequest& request, int64_t limit) {
-  int64_t best = -1;
-  for (int64_t q = 1; q <= limit; ++q)
-    for (int64_t a = 1; a <= limit; ++a)
-      for (int64_t f = 1; f <= limit; ++f)
-        for (int64_t h = 1; h <= limit; ++h) {
-          const ChunkConfig chunks{q, a, f, h};
-          if (best >= 0 && chunks.extra_chunks() >= best) continue;
-          const PlannedStep step = plan_graph(instantiate_step_graph(config, request.shape, chunks, request.options));
-          if (step.memory.planned_peak <= request.activation_budget) best = chunks.extra_chunks();
-        }
-  return best;
+// fit, or -1 when none does; with the last layer over candidates only or over every row, the
+// fewer chunks, a tie to candidates only.
+struct BruteForce {
+  int64_t extra_chunks = -1;
+  bool last_layer_all_rows = false;
+};
+
+BruteForce brute_force_minimum(const ModelConfig& config, const ChunkSearchRequest& request, int64_t limit) {
+  BruteForce found;
+  for (const bool all_rows : {false, true}) {
+    int64_t best = -1;
+    for (int64_t q = 1; q <= limit; ++q)
+      for (int64_t a = 1; a <= limit; ++a)
+        for (int64_t f = 1; f <= limit; ++f)
+          for (int64_t h = 1; h <= limit; ++h) {
+            const ChunkConfig chunks{q, a, f, h, all_rows};
+            if (best >= 0 && chunks.extra_chunks() >= best) continue;
+            const PlannedStep step =
+                plan_graph(instantiate_step_graph(config, request.shape, chunks, request.options));
+            if (step.memory.planned_peak <= request.activation_budget) best = chunks.extra_chunks();
+          }
+    if (best >= 0 && (found.extra_chunks < 0 || best < found.extra_chunks)) found = {best, all_rows};
+  }
+  return found;
 }
 
 struct Case {
@@ -41,7 +52,8 @@ TEST_P(ChunkSearchMinimal, MatchesBruteForce) {
   for (const double fraction : {1.0, 0.8, 0.6, 0.45, 0.35, 0.25, 0.1}) {
     request.activation_budget = static_cast<uint64_t>(unchunked * fraction);
     const ChunkSearchResult result = search_chunks(config, request);
-    const int64_t best = brute_force_minimum(config, request, request.max_chunks);
+    const BruteForce brute = brute_force_minimum(config, request, request.max_chunks);
+    const int64_t best = brute.extra_chunks;
     if (best < 0) {
       EXPECT_FALSE(result.fits) << "budget fraction " << fraction;
       EXPECT_GT(result.floor, 0u);
@@ -52,6 +64,8 @@ TEST_P(ChunkSearchMinimal, MatchesBruteForce) {
                              << best << " extra chunks";
     EXPECT_LE(result.planned_peak, request.activation_budget);
     EXPECT_EQ(result.chunks.extra_chunks(), best)
+        << "budget fraction " << fraction << ": search chose " << result.chunks.to_string();
+    EXPECT_EQ(result.chunks.last_layer_all_rows, brute.last_layer_all_rows)
         << "budget fraction " << fraction << ": search chose " << result.chunks.to_string();
   }
   EXPECT_GE(fitted, 3);
@@ -90,7 +104,30 @@ TEST(ChunkSearch, Llada8BAt256kFitsTwentyFourGiB) {
   const ChunkSearchResult result = search_chunks(config, request);
   ASSERT_TRUE(result.fits) << "floor " << result.floor;
   EXPECT_LE(result.planned_peak, request.activation_budget);
-  EXPECT_LT(result.probes, 200);
+  EXPECT_LT(result.probes, 400);
+}
+
+// Near the floor the candidates' gathered rows (1.4 GiB here) no longer fit beside x, K and V
+// (8.25 GiB): only the last layer over every row does.
+TEST(ChunkSearch, Llada8BAt352kFitsOnlyWithTheLastLayerOverEveryRow) {
+  const ModelConfig config = test_model_preset(Family::llada, "llada-8b");
+  const uint64_t gib = uint64_t{1} << 30;
+  const uint64_t weights = 16032391168;
+  ChunkSearchRequest request{StepShape{{360448}, {180224}}, {DType::bf16, HeadMode::stats},
+                             24 * gib - weights - (64u << 20), 2u << 20, 4096};
+  const ChunkSearchResult result = search_chunks(config, request);
+  ASSERT_TRUE(result.fits) << "floor " << result.floor;
+  EXPECT_TRUE(result.chunks.last_layer_all_rows) << result.chunks.to_string();
+  EXPECT_LE(result.planned_peak, request.activation_budget);
+}
+
+TEST(ChunkSearch, Llada8BAt32kRunsItsLastLayerOnTheCandidatesUnchunked) {
+  const ModelConfig config = test_model_preset(Family::llada, "llada-8b");
+  const uint64_t gib = uint64_t{1} << 30;
+  ChunkSearchRequest request{StepShape{{32768}, {16384}}, {DType::bf16, HeadMode::stats}, 6 * gib, 2u << 20, 4096};
+  const ChunkSearchResult result = search_chunks(config, request);
+  ASSERT_TRUE(result.fits) << "floor " << result.floor;
+  EXPECT_EQ(result.chunks, ChunkConfig{});
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // mosaic bench: measured step latency and memory (`bench step`) and the longest sequence a budget
 // really runs (`bench lmax`), in the shape ARCHITECTURE.md's "Measuring" defines: prompt L/2, the
-// rest masked in one block, every masked position a candidate row.
+// rest masked in one block, every masked position a candidate row (`--masked N`: the last N
+// positions instead, e.g. one semi-autoregressive block of 32).
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -25,6 +26,7 @@ struct BenchOptions {
   double temperature = 0;
   int warmup = 2, repeats = 5;
   int64_t length = 0;  // lmax: run this L instead of the planned L_max
+  int64_t masked = 0;  // step: masked candidate rows at the end (0: L/2)
   bool json = false;
 };
 
@@ -38,7 +40,8 @@ EngineOptions engine_options(const BenchOptions& o) {
 nlohmann::ordered_json to_json(const StepBenchmark& b) {
   return {{"length", b.length}, {"masked", b.masked}, {"temperature", b.temperature},
           {"median_ms", b.median_ms}, {"median_host_ms", b.median_host_ms}, {"step_ms", b.step_ms},
-          {"host_ms", b.host_ms}, {"flops", b.flops}, {"chunks", b.chunks},
+          {"host_ms", b.host_ms}, {"flops", b.flops},
+          {"last_layer_candidates_only", b.last_layer_candidates_only}, {"chunks", b.chunks},
           {"planned_peak_bytes", b.planned_peak}, {"lower_bound_bytes", b.lower_bound},
           {"average_live_bytes", b.average_live}, {"arena_bytes", b.arena_bytes},
           {"weight_bytes", b.weight_bytes}, {"par", b.par()}, {"inflation", b.inflation()}};
@@ -68,21 +71,26 @@ int run_step(const BenchOptions& o) {
   std::vector<int64_t> lengths;
   for (const int32_t length : parse_int_list(o.seq_len, "--seq-len")) {
     if (length < 2) fail("--seq-len {}: a step needs at least 2 tokens", length);
+    if (o.masked >= length) fail("--masked {} leaves no prompt in a sequence of {} tokens", o.masked, length);
     lengths.push_back(length);
   }
+  if (o.masked < 0) fail("--masked must be positive (got {})", o.masked);
   const EngineOptions options = engine_options(o);
   const auto bench = StepBench::open(o.model, options);
   nlohmann::ordered_json report = {{"model", o.model}, {"family", bench->family()}, {"device", bench->device()},
                                    {"temperature", o.temperature}, {"warmup", o.warmup}, {"repeats", o.repeats}};
   if (options.budget) report["budget_bytes"] = *options.budget;
   if (!o.json) {
-    fmt::print("mosaic bench step: {} ({}, {}), prompt L/2, L/2 masked, temperature {}, median of {} after {} warm-up\n",
-               o.model, bench->family(), bench->device(), o.temperature, o.repeats, o.warmup);
+    const std::string shape = o.masked > 0 ? fmt::format("the last {} positions masked", o.masked)
+                                           : std::string("prompt L/2, L/2 masked");
+    fmt::print("mosaic bench step: {} ({}, {}), {}, temperature {}, median of {} after {} warm-up\n", o.model,
+               bench->family(), bench->device(), shape, o.temperature, o.repeats, o.warmup);
     print_header();
   }
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (const int64_t length : lengths) {
-    const StepBenchmark b = bench->run(length, length - length / 2, o.temperature, o.warmup, o.repeats);
+    const int64_t masked = o.masked > 0 ? o.masked : length - length / 2;
+    const StepBenchmark b = bench->run(length, masked, o.temperature, o.warmup, o.repeats);
     rows.push_back(to_json(b));
     if (!o.json) print_row(b);
   }
@@ -153,6 +161,7 @@ Action register_bench(CLI::App& app) {
   step->add_option("--seq-len", o->seq_len, "Total lengths, e.g. 4096,16384,32768")->capture_default_str();
   step->add_option("--warmup", o->warmup, "Untimed steps first")->capture_default_str();
   step->add_option("--repeats", o->repeats, "Timed steps")->capture_default_str();
+  step->add_option("--masked", o->masked, "Masked candidate rows at the end of each sequence (default: L/2)");
   auto* lmax = command->add_subcommand("lmax", "Plan L_max under --budget, then run one full step there");
   add_common(lmax, o.get());
   lmax->add_option("--length", o->length, "Run this L instead of the planned L_max");

@@ -112,11 +112,12 @@ void print_report(const PlanOptions& o, const PlanReport& r) {
              r.hidden, r.vocab);
   fmt::print("weights          {} ({})\n", gib(r.weight_bytes), r.weight_dtype);
   fmt::print("step             {} sequence{}, {} tokens, {} candidate rows; {} activations, {} head, "
-             "chunks qkv={} attention={} ffn={} head={}\n",
+             "chunks qkv={} attention={} ffn={} head={}{}\n",
              r.sequences, r.sequences == 1 ? "" : "s", r.tokens, r.candidates,
              o.request.activations.empty() ? (o.request.device == "cuda" ? "bf16" : "fp32") : o.request.activations,
              o.request.head == "stats" ? "fused" : "materialised-logits", r.qkv_chunks,
-             r.attention_chunks, r.ffn_chunks, r.head_chunks);
+             r.attention_chunks, r.ffn_chunks, r.head_chunks,
+             r.last_layer_all_rows ? ", last layer over every row" : "");
   if (r.budget) {
     fmt::print("budget           {}   (weights + {} workspace + arena); lazy chunking: {} probes, "
                "{:.2f} ms\n", gib(*r.budget), gib(r.workspace_bytes), r.chunk_probes, r.chunk_search_ms);

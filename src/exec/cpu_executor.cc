@@ -132,6 +132,17 @@ std::vector<float> CpuExecutor::run(const Graph& graph, const PlannedStep& plann
         cpu::attention(args);
         break;
       }
+      case OpKind::gather_rows: {
+        const GraphTensor& from = graph.tensors[static_cast<size_t>(op.a.tensor)];
+        const uint64_t row_bytes = graph.tensors[static_cast<size_t>(op.out.tensor)].row_bytes();
+        const int32_t* rows = i32(op.index);
+        for (int64_t r = 0; r < op.rows; ++r) {
+          MOSAIC_ASSERT(rows[r] >= 0 && rows[r] < from.rows, "gathered row {} outside {}", rows[r],
+                        graph.tensor_name(op.a.tensor));
+          std::memcpy(address(op.out) + r * row_bytes, address({op.a.tensor, rows[r]}), row_bytes);
+        }
+        break;
+      }
       case OpKind::swiglu:
         cpu::swiglu(op.rows, cols(op.out), f32(op.out), cols(op.out), f32(op.b), cols(op.b));
         break;

@@ -79,7 +79,21 @@ TEST_P(PlannedExecution, BitIdenticalToTheDirectForward) {
   EXPECT_EQ(planned(batch, {}), direct);
   for (const ChunkConfig& chunks : {ChunkConfig{1, 1, 4, 1}, ChunkConfig{3, 1, 1, 1},
                                     ChunkConfig{1, 5, 1, 1}, ChunkConfig{2, 7, 3, 4},
-                                    ChunkConfig{64, 64, 64, 64}})
+                                    ChunkConfig{64, 64, 64, 64}, ChunkConfig{1, 1, 1, 1, true},
+                                    ChunkConfig{2, 7, 3, 4, true}})
+    EXPECT_EQ(planned(batch, chunks), direct) << chunks.to_string();
+}
+
+// The last layer runs its queries and MLP over the candidates' gathered rows in request order:
+// rows requested out of order, and (Dream, whose row r reads the hidden state of r - 1, and row 0
+// its own) rows 0 and 1 sharing one hidden row, split across chunks, still give the direct
+// forward's bits.
+TEST_P(PlannedExecution, LastLayerOverCandidatesTakesRowsInAnyOrderAndShared) {
+  auto batch = random_batch({29, 12}, 5);
+  batch[0].rows = {17, 1, 28, 0, 5, 6};
+  batch[1].rows = {11, 0, 1};
+  const std::vector<float> direct = direct_forward(model(), pack(batch));
+  for (const ChunkConfig& chunks : {ChunkConfig{}, ChunkConfig{1, 4, 5, 2}, ChunkConfig{3, 9, 9, 9}})
     EXPECT_EQ(planned(batch, chunks), direct) << chunks.to_string();
 }
 

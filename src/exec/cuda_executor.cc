@@ -289,6 +289,14 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
           cuda::attention(args, stream);
           break;
         }
+        case OpKind::gather_rows: {
+          const GraphTensor& from = graph.tensors[static_cast<size_t>(op.a.tensor)];
+          const GraphTensor& to = graph.tensors[static_cast<size_t>(op.out.tensor)];
+          cuda::gather_rows(op.rows, static_cast<int64_t>(to.row_bytes()), address(op.a),
+                            static_cast<int64_t>(from.row_bytes()), i32(op.index), address(op.out),
+                            static_cast<int64_t>(to.row_bytes()), stream);
+          break;
+        }
         case OpKind::swiglu:
           cuda::swiglu(op.rows, cols(op.out), address(op.out), cols(op.out), address(op.b), cols(op.b), stream);
           break;

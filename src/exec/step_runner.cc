@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <string_view>
 
 #include "core/error.h"
 #include "core/format_bytes.h"
@@ -17,12 +19,25 @@ namespace mosaic {
 
 namespace {
 constexpr uint64_t kCpuGranule = 64 * 1024;  // the CPU arena's allocation unit
+
+GraphOptions graph_options(DType activations, HeadMode head, uint64_t head_scratch_per_row = 0) {
+  GraphOptions options;
+  options.activations = activations, options.head = head;
+  options.head_scratch_per_row = head_scratch_per_row;
+  options.last_layer_candidates_only = last_layer_candidates_only_from_environment();
+  return options;
+}
 }  // namespace
+
+bool last_layer_candidates_only_from_environment() {
+  const char* setting = std::getenv("MOSAIC_LAST_LAYER_CANDIDATES_ONLY");
+  return setting == nullptr || std::string_view(setting) != "0";
+}
 
 CpuStepRunner::CpuStepRunner(const Model& model, std::optional<uint64_t> activation_budget)
     : model_(model),
-      logits_planner_(model.config(), {DType::f32, HeadMode::logits}),
-      stats_planner_(model.config(), {DType::f32, HeadMode::stats}),
+      logits_planner_(model.config(), graph_options(DType::f32, HeadMode::logits)),
+      stats_planner_(model.config(), graph_options(DType::f32, HeadMode::stats)),
       executor_(model),
       chunker_(model.config(), activation_budget, kCpuGranule) {}
 
@@ -61,8 +76,8 @@ CudaStepRunner::CudaStepRunner(const Model& model, int device, std::optional<uin
       canvases_(std::make_unique<DeviceCanvases>(executor_->stream())),
       arena_(make_cuda_arena(device)) {
   const uint64_t scratch = CudaExecutor::head_scratch_per_row(model.config().vocab);
-  logits_options_ = {DType::bf16, HeadMode::logits, 0};
-  stats_options_ = {DType::bf16, HeadMode::stats, scratch};
+  logits_options_ = graph_options(DType::bf16, HeadMode::logits);
+  stats_options_ = graph_options(DType::bf16, HeadMode::stats, scratch);
   logits_planner_ = std::make_unique<StepPlanner>(model.config(), logits_options_);
   stats_planner_ = std::make_unique<StepPlanner>(model.config(), stats_options_);
   fixed_bytes_ = executor_->weight_bytes() + std::max(executor_->workspace_bytes(), kCudaWorkspaceReserveBytes);

@@ -57,6 +57,11 @@ struct StepMemorySetup {
   uint64_t granule = 1;                        // the arena maps whole granules
 };
 
+// GraphOptions::last_layer_candidates_only as the runners set it: on, unless the environment
+// says MOSAIC_LAST_LAYER_CANDIDATES_ONLY=0 (the same results; for A/B timing and the tests that
+// compare the two forms).
+bool last_layer_candidates_only_from_environment();
+
 class StepRunner {
  public:
   virtual ~StepRunner() = default;

@@ -14,6 +14,12 @@
 // Unchunked, the norm feeding Q, K and V is computed once; chunked, the query pass recomputes
 // it for its rows (cheap) so that no full-length Q or norm output is ever live. Every row's
 // arithmetic is the same in both forms, so chunking never changes a result.
+//
+// The last layer's outputs feed only the head, which reads only the candidate rows. So after
+// its K/V pass over all rows, the last layer gathers the candidates' residual rows and
+// positions (xc = x[logit_rows]) and runs its query pass and FFN over those M rows alone, the
+// head reading xc directly (docs/design/last-layer-candidates.md). Each row's arithmetic is the
+// same as in the full layer, so this too changes no result.
 #include <algorithm>
 
 #include "graph/graph_builder.h"
@@ -31,8 +37,15 @@ struct Builder {
   const GraphOptions& options;
   GraphBuilder g;
   std::vector<int64_t> offsets;  // packed sequence starts, size batch + 1
-  int32_t ids = -1, positions = -1, logit_rows = -1, x = -1;
+  std::vector<int64_t> candidate_offsets;  // candidate rows per sequence, packed, size batch + 1
+  int32_t ids = -1, positions = -1, logit_rows = -1;
   int64_t T = 0, M = 0;
+  // The rows the query pass and the FFN work on: every token's (x, positions, offsets, T), or in
+  // the last layer the candidates' (candidate_residual, candidate_positions, candidate_offsets, M).
+  int32_t x = -1, row_positions = -1;
+  int64_t R = 0;
+  const std::vector<int64_t>* row_offsets = &offsets;
+  bool head_reads_candidates = false;  // x holds exactly the head's rows, in logit_rows order
   ChunkGroup group = ChunkGroup::none;  // stamped on every op added
 
   void op(GraphOp op) {
@@ -67,18 +80,20 @@ struct Builder {
     this->op(op);
   }
 
-  void rope(TensorRef target, int64_t row, int64_t rows) {
+  void rope(TensorRef target, int32_t positions_of_rows, int64_t row, int64_t rows) {
     GraphOp op = make(OpKind::rope, -1, WeightRole::embedding, target, {}, rows);
-    op.b = {positions, row};
+    op.b = {positions_of_rows, row};
     this->op(op);
   }
 
-  // Segments of the query rows [row, row + rows): every sequence they touch, against all of
-  // that sequence's keys. q_begin is relative to the query tensor's first row.
+  // Segments of the query rows [row, row + rows) of the current rows (row_offsets): every
+  // sequence they touch, against all of that sequence's keys. q_begin is relative to the query
+  // tensor's first row.
   int32_t segments_for(int64_t row, int64_t rows, int32_t* count) {
+    const std::vector<int64_t>& q = *row_offsets;
     std::vector<AttentionSegment> segments;
-    for (size_t s = 0; s + 1 < offsets.size(); ++s) {
-      const int64_t begin = std::max(row, offsets[s]), end = std::min(row + rows, offsets[s + 1]);
+    for (size_t s = 0; s + 1 < q.size(); ++s) {
+      const int64_t begin = std::max(row, q[s]), end = std::min(row + rows, q[s + 1]);
       if (begin >= end) continue;
       segments.push_back({begin - row, end - begin, offsets[s], offsets[s + 1] - offsets[s]});
     }
@@ -94,19 +109,24 @@ struct Builder {
     this->op(op);
   }
 
+  bool candidates_only(int32_t l) const {
+    return options.last_layer_candidates_only && !chunks.last_layer_all_rows &&
+           l + 1 == static_cast<int32_t>(c.layers);
+  }
+
   void attention_block(int32_t l) {
     group = ChunkGroup::attention;  // unchunked, the shared norm/Q/K/V ops count as the query side
     const int32_t k = g.tensor(Role::k, Cat::kv, act(), T, c.kv_dim(), l);
     const int32_t v = g.tensor(Role::v, Cat::kv, act(), T, c.kv_dim(), l);
-    if (chunks.qkv == 1 && chunks.attention == 1) {
+    if (chunks.qkv == 1 && chunks.attention == 1 && !candidates_only(l)) {
       const int32_t n = g.tensor(Role::attn_norm, Cat::norm, act(), T, c.hidden, l);
       norm(l, WeightRole::attn_norm, n, 0, T);
       const int32_t q = g.tensor(Role::q, Cat::query, act(), T, c.q_dim(), l);
       linear(l, WeightRole::q, {q, 0}, n, T, c.qkv_bias);
       linear(l, WeightRole::k, {k, 0}, n, T, c.qkv_bias);
       linear(l, WeightRole::v, {v, 0}, n, T, c.qkv_bias);
-      rope({q, 0}, 0, T);
-      rope({k, 0}, 0, T);
+      rope({q, 0}, positions, 0, T);
+      rope({k, 0}, positions, 0, T);
       query_tail(l, q, k, v, 0, T, -1);
       return;
     }
@@ -118,20 +138,36 @@ struct Builder {
       norm(l, WeightRole::attn_norm, n, r.begin, r.rows);
       linear(l, WeightRole::k, {k, r.begin}, n, r.rows, c.qkv_bias);
       linear(l, WeightRole::v, {v, r.begin}, n, r.rows, c.qkv_bias);
-      rope({k, r.begin}, r.begin, r.rows);
+      rope({k, r.begin}, positions, r.begin, r.rows);
     }
     group = ChunkGroup::attention;
-    const int64_t q_rows = row_chunk(T, chunks.attention, 0).rows;
+    if (candidates_only(l)) gather_candidates();
+    const int64_t q_rows = row_chunk(R, chunks.attention, 0).rows;
     for (int64_t i = 0; i < chunks.attention; ++i) {
-      const RowChunk r = row_chunk(T, chunks.attention, i);
+      const RowChunk r = row_chunk(R, chunks.attention, i);
       const int32_t chunk = static_cast<int32_t>(i);
       const int32_t n = g.tensor(Role::attn_norm, Cat::norm, act(), q_rows, c.hidden, l, chunk);
       norm(l, WeightRole::attn_norm, n, r.begin, r.rows);
       const int32_t q = g.tensor(Role::q, Cat::query, act(), q_rows, c.q_dim(), l, chunk);
       linear(l, WeightRole::q, {q, 0}, n, r.rows, c.qkv_bias);
-      rope({q, 0}, r.begin, r.rows);
+      rope({q, 0}, row_positions, r.begin, r.rows);
       query_tail(l, q, k, v, r.begin, r.rows, chunk);
     }
+  }
+
+  // From here on the rows are the candidates: their residual rows and positions gathered in
+  // logit_rows order (a sequence's candidates are contiguous there, sequence by sequence).
+  void gather_candidates() {
+    const int32_t xc = g.tensor(Role::candidate_residual, Cat::residual, act(), M, c.hidden);
+    GraphOp rows = make(OpKind::gather_rows, -1, WeightRole::embedding, {xc, 0}, {x, 0}, M);
+    rows.index = {logit_rows, 0};
+    op(rows);
+    const int32_t pc = g.tensor(Role::candidate_positions, Cat::query, DType::i32, M, 1);
+    GraphOp pos = make(OpKind::gather_rows, -1, WeightRole::embedding, {pc, 0}, {positions, 0}, M);
+    pos.index = {logit_rows, 0};
+    op(pos);
+    x = xc, row_positions = pc, R = M, row_offsets = &candidate_offsets;
+    head_reads_candidates = true;
   }
 
   // attention over the query rows [row, row + rows) held in q, its projection added to x.
@@ -145,9 +181,9 @@ struct Builder {
 
   void ffn_block(int32_t l) {
     group = ChunkGroup::ffn;
-    const int64_t cap = row_chunk(T, chunks.ffn, 0).rows;
+    const int64_t cap = row_chunk(R, chunks.ffn, 0).rows;
     for (int64_t f = 0; f < chunks.ffn; ++f) {
-      const RowChunk r = row_chunk(T, chunks.ffn, f);
+      const RowChunk r = row_chunk(R, chunks.ffn, f);
       const int32_t chunk = chunks.ffn == 1 ? -1 : static_cast<int32_t>(f);
       const int32_t n = g.tensor(Role::ffn_norm, Cat::norm, act(), cap, c.hidden, l, chunk);
       norm(l, WeightRole::ffn_norm, n, r.begin, r.rows);
@@ -172,9 +208,13 @@ struct Builder {
       const RowChunk r = row_chunk(M, chunks.head, h);
       const int32_t chunk = chunks.head == 1 ? -1 : static_cast<int32_t>(h);
       const int32_t n = g.tensor(Role::head_norm, Cat::head, act(), cap, c.hidden, -1, chunk);
-      GraphOp gather = make(OpKind::rms_norm, -1, WeightRole::final_norm, {n, 0}, {x, 0}, r.rows);
-      gather.index = {logit_rows, r.begin};
-      op(gather);
+      if (head_reads_candidates) {
+        op(make(OpKind::rms_norm, -1, WeightRole::final_norm, {n, 0}, {x, r.begin}, r.rows));
+      } else {
+        GraphOp gather = make(OpKind::rms_norm, -1, WeightRole::final_norm, {n, 0}, {x, 0}, r.rows);
+        gather.index = {logit_rows, r.begin};
+        op(gather);
+      }
       GraphOp lm_head = make(fused ? OpKind::lm_head_stats : OpKind::lm_head, -1, WeightRole::lm_head,
                              {out, r.begin}, {n, 0}, r.rows);
       if (fused && options.head_scratch_per_row > 0)
@@ -190,14 +230,17 @@ struct Builder {
 
 Graph build_dense_decoder_graph(const ModelConfig& config, const StepShape& shape,
                                 const ChunkConfig& chunks, const GraphOptions& options) {
-  Builder b{config, chunks, options, {}, {0}};
+  Builder b{config, chunks, options, {}, {0}, {0}};
   for (const int64_t length : shape.lengths) b.offsets.push_back(b.offsets.back() + length);
+  for (const int64_t count : shape.candidates) b.candidate_offsets.push_back(b.candidate_offsets.back() + count);
   b.T = shape.tokens();
   b.M = shape.total_candidates();
+  b.R = b.T;
   b.ids = b.g.tensor(Role::ids, Cat::input, DType::i32, b.T, 1);
   b.positions = b.g.tensor(Role::positions, Cat::input, DType::i32, b.T, 1);
   b.logit_rows = b.g.tensor(Role::logit_rows, Cat::input, DType::i32, b.M, 1);
   b.x = b.g.tensor(Role::residual, Cat::residual, options.activations, b.T, config.hidden);
+  b.row_positions = b.positions;
   b.g.op(b.make(OpKind::embed, -1, WeightRole::embedding, {b.x, 0}, {b.ids, 0}, b.T));
   for (int32_t l = 0; l < static_cast<int32_t>(config.layers); ++l) {
     b.attention_block(l);

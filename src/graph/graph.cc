@@ -37,6 +37,7 @@ std::string_view op_kind_name(OpKind kind) {
     case OpKind::swiglu: return "swiglu";
     case OpKind::lm_head: return "lm_head";
     case OpKind::lm_head_stats: return "lm_head_stats";
+    case OpKind::gather_rows: return "gather_rows";
   }
   return "?";
 }
@@ -61,6 +62,8 @@ std::string_view role_name(TensorRole role) {
     case TensorRole::logits: return "logits";
     case TensorRole::head_stats: return "head_stats";
     case TensorRole::head_scratch: return "head_scratch";
+    case TensorRole::candidate_residual: return "candidate_x";
+    case TensorRole::candidate_positions: return "candidate_positions";
   }
   return "?";
 }

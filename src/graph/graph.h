@@ -38,6 +38,7 @@ enum class TensorRole : uint8_t {
   attn_norm, q, k, v, attn_out,
   ffn_norm, gate, up,
   head_norm, logits, head_stats, head_scratch,
+  candidate_residual, candidate_positions,  // the last layer's candidate rows (gathered)
 };
 
 struct GraphTensor {
@@ -62,6 +63,7 @@ enum class OpKind : uint8_t {
   swiglu,     // in place: out = silu(out) * b
   lm_head,    // out (logits, fp32) = a W_lm^T for the candidate rows
   lm_head_stats,  // fused: per candidate row, statistics of a W_lm^T without materialising it
+  gather_rows,    // out[r] = a[index[r]], whole rows of any dtype (the last layer's candidates)
 };
 
 struct TensorRef {
@@ -77,7 +79,7 @@ struct GraphOp {
   bool has_bias = false;         // linear: the weight's bias (q/k/v) is added
   bool accumulate = false;       // linear: adds its product to out (the residual stream) in place
   TensorRef out, a, b, c;        // see OpKind for the meaning of each
-  TensorRef index;               // rms_norm over gathered rows
+  TensorRef index;               // rms_norm over gathered rows; gather_rows' source rows
   TensorRef scratch;             // memory the op uses only while it runs (the fused head's partials)
   int64_t rows = 0;              // rows processed
   int32_t segment_begin = 0, segment_count = 0;  // attention: Graph::segments

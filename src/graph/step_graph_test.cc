@@ -20,8 +20,10 @@ TEST(StepGraph, UnchunkedShapesAndLifetimes) {
   const Graph g = instantiate_step_graph(c, StepShape{{10, 4}, {6, 2}}, {}, {});
   EXPECT_EQ(g.tokens, 14);
   EXPECT_EQ(g.candidates, 8);
-  // Per layer: norm, q, k, v, rope x2, attention, o (into x), norm, gate, up, swiglu, down (into x).
-  EXPECT_EQ(g.op_count(), 1 + c.layers * 13 + 2);
+  // Per layer: norm, q, k, v, rope x2, attention, o (into x), norm, gate, up, swiglu, down (into x);
+  // the last layer: norm, k, v, rope k, gather of the candidates' rows and positions, norm, q,
+  // rope q, attention, o, and the MLP over the candidates.
+  EXPECT_EQ(g.op_count(), 1 + (c.layers - 1) * 13 + 16 + 2);
   const GraphTensor& logits = g.tensors[g.output];
   EXPECT_EQ(logits.rows, 8);
   EXPECT_EQ(logits.cols, c.vocab);
@@ -35,10 +37,77 @@ TEST(StepGraph, UnchunkedShapesAndLifetimes) {
       EXPECT_EQ(tensor.cols, c.kv_dim());
     }
   }
-  // The residual stream lives from the embedding to the head.
-  EXPECT_EQ(g.tensors[g.ops[0].out.tensor].first_op, 0);
-  EXPECT_EQ(g.tensor_name(g.ops[0].out.tensor), "x");
+  // The residual stream lives from the embedding to the last layer's gather of the candidates'
+  // rows, which live on to the head.
+  const int32_t x = g.ops[0].out.tensor;
+  EXPECT_EQ(g.tensors[x].first_op, 0);
+  EXPECT_EQ(g.tensor_name(x), "x");
   EXPECT_EQ(g.tensors[g.ids].last_op, 0);
+  int32_t gather = -1;
+  for (int32_t i = 0; i < g.op_count(); ++i)
+    if (g.ops[i].kind == OpKind::gather_rows && g.ops[i].a.tensor == x) gather = i;
+  ASSERT_GE(gather, 0);
+  EXPECT_EQ(g.tensors[x].last_op, gather);
+  const GraphTensor& candidates = g.tensors[g.ops[gather].out.tensor];
+  EXPECT_EQ(candidates.role, TensorRole::candidate_residual);
+  EXPECT_EQ(candidates.rows, 8);
+  EXPECT_EQ(candidates.last_op, g.op_count() - 2);  // read by the head's norm
+}
+
+TEST(StepGraph, AllRowsInTheLastLayerIsTheEarlierGraph) {
+  const ModelConfig c = test_model_preset(Family::llada, "tiny");
+  const StepShape shape{{10, 4}, {6, 2}};
+  GraphOptions off;
+  off.last_layer_candidates_only = false;
+  ChunkConfig all_rows;
+  all_rows.last_layer_all_rows = true;
+  for (const Graph& g : {instantiate_step_graph(c, shape, {}, off), instantiate_step_graph(c, shape, all_rows, {})}) {
+    EXPECT_EQ(g.op_count(), 1 + c.layers * 13 + 2);
+    for (const GraphOp& op : g.ops) EXPECT_NE(op.kind, OpKind::gather_rows);
+    EXPECT_EQ(g.tensors[g.ops[0].out.tensor].last_op, g.op_count() - 2);  // x, to the head's gathered norm
+  }
+}
+
+TEST(StepGraph, LastLayerQueriesAreTheCandidatesAgainstAllTheirSequencesKeys) {
+  const ModelConfig c = tiny_dream();
+  const StepShape shape{{37, 8, 1}, {20, 0, 1}};
+  const Graph g = instantiate_step_graph(c, shape, {.attention = 3, .ffn = 2}, {});
+  const int32_t last = static_cast<int32_t>(c.layers) - 1;
+  const std::vector<int64_t> offsets = {0, 37, 45, 46}, candidate_offsets = {0, 20, 20, 21};
+  std::vector<int> queried(21), mlp_rows(21);
+  for (const GraphOp& op : g.ops) {
+    if (op.layer != last) continue;
+    if (op.kind == OpKind::attention) {
+      const GraphTensor& q = g.tensors[op.a.tensor];
+      EXPECT_EQ(q.rows, 7);  // ceil(21 / 3)
+      const int64_t chunk_begin = row_chunk(21, 3, q.chunk).begin;
+      for (int32_t s = 0; s < op.segment_count; ++s) {
+        const AttentionSegment& seg = g.segments[op.segment_begin + s];
+        const int64_t first = chunk_begin + seg.q_begin;
+        const auto seq = std::upper_bound(candidate_offsets.begin(), candidate_offsets.end(), first) -
+                         candidate_offsets.begin() - 1;
+        EXPECT_EQ(seg.kv_begin, offsets[seq]);
+        EXPECT_EQ(seg.kv_count, offsets[seq + 1] - offsets[seq]);
+        EXPECT_LE(first + seg.q_count, candidate_offsets[seq + 1]);
+        for (int64_t r = 0; r < seg.q_count; ++r) ++queried[first + r];
+      }
+    }
+    if (op.kind == OpKind::linear && op.weight == WeightRole::down) {
+      EXPECT_EQ(g.tensors[op.out.tensor].role, TensorRole::candidate_residual);
+      for (int64_t r = 0; r < op.rows; ++r) ++mlp_rows[op.out.row + r];
+    }
+    if (op.kind == OpKind::linear && (op.weight == WeightRole::k || op.weight == WeightRole::v)) {
+      EXPECT_EQ(op.rows, 46);  // keys and values of every row
+    }
+  }
+  for (int count : queried) EXPECT_EQ(count, 1);
+  for (int count : mlp_rows) EXPECT_EQ(count, 1);
+  // The head reads the candidates' rows as they are, without the gather by logit_rows.
+  for (const GraphOp& op : g.ops) {
+    if (op.kind == OpKind::rms_norm && op.weight == WeightRole::final_norm) {
+      EXPECT_FALSE(op.index.valid());
+    }
+  }
 }
 
 TEST(StepGraph, ChunkedTensorsStayWithinTheirChunk) {
@@ -46,14 +115,16 @@ TEST(StepGraph, ChunkedTensorsStayWithinTheirChunk) {
   const ChunkConfig chunks{.qkv = 3, .attention = 4, .ffn = 5, .head = 2};
   const Graph g = instantiate_step_graph(c, StepShape{{37, 8, 1}, {20, 8, 1}}, chunks, {.head = HeadMode::stats});
   const int64_t T = 46, M = 29;
+  const int32_t last = static_cast<int32_t>(c.layers) - 1;  // its queries and MLP: the M candidates
   for (int32_t t = 0; t < static_cast<int32_t>(g.tensors.size()); ++t) {
     const GraphTensor& tensor = g.tensors[t];
+    const int64_t rows = tensor.layer == last ? M : T;
     switch (tensor.role) {
       case TensorRole::gate: case TensorRole::up:
-        EXPECT_EQ(tensor.rows, (T + 4) / 5) << g.tensor_name(t);
+        EXPECT_EQ(tensor.rows, (rows + 4) / 5) << g.tensor_name(t);
         break;
       case TensorRole::q: case TensorRole::attn_out:
-        EXPECT_EQ(tensor.rows, (T + 3) / 4) << g.tensor_name(t);
+        EXPECT_EQ(tensor.rows, (rows + 3) / 4) << g.tensor_name(t);
         break;
       case TensorRole::head_norm: EXPECT_EQ(tensor.rows, (M + 1) / 2); break;
       case TensorRole::head_stats: EXPECT_EQ(tensor.cols, kHeadStatsCols); break;
@@ -69,8 +140,10 @@ TEST(StepGraph, ChunkedTensorsStayWithinTheirChunk) {
     if (op.kind == OpKind::linear) {  // exactly the o and down projections add into x
       const bool closes_block = op.weight == WeightRole::o || op.weight == WeightRole::down;
       EXPECT_EQ(op.accumulate, closes_block) << weight_role_name(op.weight);
-      EXPECT_EQ(g.tensors[op.out.tensor].role == TensorRole::residual, closes_block);
+      const TensorRole residual = op.layer == last ? TensorRole::candidate_residual : TensorRole::residual;
+      EXPECT_EQ(g.tensors[op.out.tensor].role == residual, closes_block);
     }
+    if (op.layer == last) continue;  // LastLayerQueriesAreTheCandidates... covers it
     if (op.kind == OpKind::linear && op.weight == WeightRole::down) {
       auto& covered = ffn_rows[op.layer];
       covered.resize(T);
@@ -91,7 +164,7 @@ TEST(StepGraph, ChunkedTensorsStayWithinTheirChunk) {
       }
     }
   }
-  ASSERT_EQ(ffn_rows.size(), static_cast<size_t>(c.layers));
+  ASSERT_EQ(ffn_rows.size(), static_cast<size_t>(c.layers - 1));
   for (const auto& [layer, covered] : ffn_rows)
     for (int count : covered) EXPECT_EQ(count, 1) << "layer " << layer;
   for (const auto& [layer, covered] : query_rows)
@@ -103,8 +176,8 @@ TEST(StepGraph, MoreChunksThanRowsLeavesEmptyChunks) {
   int nonempty = 0, empty = 0;
   for (const GraphOp& op : g.ops)
     if (op.kind == OpKind::swiglu) (op.rows > 0 ? nonempty : empty)++;
-  EXPECT_EQ(nonempty, 3 * 2);  // one row per chunk, 2 layers
-  EXPECT_EQ(empty, 5 * 2);
+  EXPECT_EQ(nonempty, 3 + 1);  // one row per chunk: 3 tokens, then 1 candidate in the last layer
+  EXPECT_EQ(empty, 5 + 7);
 }
 
 TEST(StepGraph, Bf16ActivationsHalveTheBytes) {

@@ -38,6 +38,10 @@ struct ChunkConfig {
   int64_t attention = 1;  // query blocks: Q projection, attention, output projection
   int64_t ffn = 1;        // rows of the MLP
   int64_t head = 1;       // candidate rows of the LM head
+  // The last layer over every row even where GraphOptions::last_layer_candidates_only is on: the
+  // candidates' gathered residual rows (M x hidden) are live beside x, K and V at the gather, so a
+  // step at the memory floor may fit only without it (chunk_search.h).
+  bool last_layer_all_rows = false;
 
   int64_t& count(ChunkGroup group);
   int64_t count(ChunkGroup group) const;
@@ -55,6 +59,10 @@ struct GraphOptions {
   DType activations = DType::f32;  // f32 on the CPU reference, bf16 on CUDA
   HeadMode head = HeadMode::logits;
   uint64_t head_scratch_per_row = 0;  // bytes the backend's fused head needs per candidate row
+  // The last layer computes its queries, attention output and FFN only for the candidate rows
+  // (the only rows the head reads); its keys and values still cover every row. Off: every row
+  // goes through the whole stack (for comparisons; the results are the same bits).
+  bool last_layer_candidates_only = true;
 };
 
 // Per candidate row, the fused head writes this many fp32 values (core/head_sampling.h lists

@@ -52,7 +52,8 @@ std::shared_ptr<const PlannedStep> StepPlanner::plan(const Graph& graph) {
   const ChunkConfig& chunks = graph.chunks;
   const int64_t tokens = bucket_rows(graph.tokens);
   const int64_t candidates = std::min(bucket_rows(graph.candidates), tokens);
-  const Key key{tokens, candidates, chunks.qkv, chunks.attention, chunks.ffn, chunks.head};
+  const Key key{tokens, candidates, chunks.qkv, chunks.attention, chunks.ffn, chunks.head,
+                chunks.last_layer_all_rows};
   {
     std::lock_guard lock(mutex_);
     if (const auto found = cache_.find(key); found != cache_.end()) {

@@ -60,7 +60,7 @@ class StepPlanner {
   size_t misses() const { return misses_; }
 
  private:
-  using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>;
+  using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool>;
 
   ModelConfig config_;
   GraphOptions options_;

@@ -256,6 +256,8 @@ class CliErrors(unittest.TestCase):
         self.assert_error(["bench", "step", "--model", self.model, "--repeats", "0", "--device", "cpu"],
                           "--repeats")
         self.assert_error(["bench", "lmax", "--model", self.model, "--device", "cpu"], "needs --budget")
+        self.assert_error(["bench", "step", "--model", self.model, "--seq-len", "64", "--masked", "64",
+                           "--device", "cpu"], "--masked 64 leaves no prompt")
         self.assert_error(["bench", "step", "--model", self.tmp + "/missing"], "missing")
 
     def test_bench_step_reports_the_step(self):
@@ -264,20 +266,30 @@ class CliErrors(unittest.TestCase):
                                "--warmup", "0", "--repeats", "2", "--json")
         self.assertEqual(status, 0, err)
         report = json.loads(out)
-        config = json.load(open(os.path.join(self.model, "config.json")))
+        with open(os.path.join(self.model, "config.json")) as f:
+            config = json.load(f)
         d, layers, ffn, vocab = config["d_model"], config["n_layers"], config["mlp_hidden_size"], config["vocab_size"]
         for step, length in zip(report["steps"], (64, 128)):
             self.assertEqual((step["length"], step["masked"]), (length, length // 2))
             self.assertEqual(len(step["step_ms"]), 2)
             # FLOPs counted here independently: 4 d x d projections + 3 d x ffn per token and
-            # layer, Q K^T and P V over L x L, the head over the masked rows.
-            flops = layers * (length * 2 * (4 * d * d + 3 * d * ffn) + 4 * length * length * d) \
-                + 2 * (length // 2) * d * vocab
+            # layer, Q K^T and P V over L x L, the head over the masked rows; the last layer
+            # computes keys and values for every row but its queries (q and o projections,
+            # attention, MLP) only for the masked rows, the only ones the head reads.
+            masked = length // 2
+            flops = (layers - 1) * (length * 2 * (4 * d * d + 3 * d * ffn) + 4 * length * length * d) \
+                + length * 2 * (2 * d * d) + masked * 2 * (2 * d * d + 3 * d * ffn) + 4 * masked * length * d \
+                + 2 * masked * d * vocab
+            self.assertTrue(step["last_layer_candidates_only"])
             self.assertAlmostEqual(step["flops"], flops, delta=flops * 1e-9)
             self.assertGreaterEqual(step["par"], 1.0)
             self.assertGreaterEqual(step["inflation"], 1.0)
             self.assertLessEqual(step["lower_bound_bytes"], step["planned_peak_bytes"])
             self.assertLessEqual(step["planned_peak_bytes"], step["arena_bytes"])
+        status, out, err = run("bench", "step", "--model", self.model, "--seq-len", "64", "--masked", "8",
+                               "--device", "cpu", "--warmup", "0", "--repeats", "1", "--json")
+        self.assertEqual(status, 0, err)
+        self.assertEqual(json.loads(out)["steps"][0]["masked"], 8)
 
     # --- mosaic generate -------------------------------------------------------------------
     def test_generate_bad_input(self):

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <random>
 
@@ -92,6 +93,25 @@ TEST_P(CudaStep, ChunkedStepIsBitIdentical) {
   const StepOutput b = tight.run(input);
   ASSERT_NE(b.chunks.to_string(), ChunkConfig{}.to_string()) << "the budget did not force chunking";
   EXPECT_EQ(a.values, b.values) << "chunks " << b.chunks.to_string();
+}
+
+// The last layer over the candidates only (the default) against the last layer over every row
+// (MOSAIC_LAST_LAYER_CANDIDATES_ONLY=0): the same bits, for both heads, with candidate rows out of
+// order and (for Dream, whose rows 0 and 1 both read hidden row 0) sharing a hidden row.
+TEST_P(CudaStep, LastLayerOverCandidatesIsBitIdenticalToEveryRow) {
+  for (const bool keep_logits : {false, true}) {
+    StepInput input = random_step({1200, 333, 70}, keep_logits, 5);
+    rows_[1] = {332, 0, 1, 17, 200, 5};
+    input.sequences[1].rows = rows_[1];
+    ::setenv("MOSAIC_LAST_LAYER_CANDIDATES_ONLY", "0", 1);
+    CudaStepRunner every_row(*model_, 0, std::nullopt);
+    ::unsetenv("MOSAIC_LAST_LAYER_CANDIDATES_ONLY");
+    CudaStepRunner candidates(*model_, 0, std::nullopt);
+    const StepOutput a = every_row.run(input);
+    const StepOutput b = candidates.run(input);
+    ASSERT_FALSE(a.values.empty());
+    EXPECT_EQ(a.values, b.values) << (keep_logits ? "logits" : "statistics");
+  }
 }
 
 // The same step again replays its captured CUDA graph (seen once: launched directly; twice:

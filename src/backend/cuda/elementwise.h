@@ -39,4 +39,9 @@ void rope(int64_t tokens, int64_t heads, int64_t head_dim, void* x, int64_t x_st
 void swiglu(int64_t rows, int64_t dim, void* gate, int64_t gate_stride, const void* up,
             int64_t up_stride, cudaStream_t stream);
 
+// out[r, :] = in[index[r], :] for r < rows: rows of row_bytes bytes of any dtype (index device
+// int32; strides in bytes). out must not overlap in.
+void gather_rows(int64_t rows, int64_t row_bytes, const void* in, int64_t in_stride_bytes,
+                 const int32_t* index, void* out, int64_t out_stride_bytes, cudaStream_t stream);
+
 }  // namespace mosaic::cuda

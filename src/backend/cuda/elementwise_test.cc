@@ -18,6 +18,7 @@
 #include "backend/cpu/rope.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/device.h"
+#include "backend/cuda/test_device_buffer.h"
 #include "core/half.h"
 
 namespace mosaic::cuda {
@@ -398,6 +399,34 @@ TEST_F(CudaElementwise, EmptyCallsLaunchNothing) {
   rope(0, 2, 64, nullptr, 128, nullptr, 10000.0, RopePrecision::fp32, nullptr);
   embedding_gather(0, 64, nullptr, nullptr, DType::bf16, nullptr, 64, nullptr);
   MOSAIC_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+// gather_rows copies whole rows by index, whatever their width: 16-byte units (bf16 rows of 8k),
+// 4-byte units (int32 positions), single bytes (a 6-byte row at an odd offset), in any order and
+// with a repeated source row; the rows it does not name stay untouched.
+TEST_F(CudaElementwise, GatherRowsCopiesTheNamedRowsOfAnyWidth) {
+  std::mt19937 rng(7);
+  const std::vector<int32_t> index = {5, 0, 9, 9, 3, 1};
+  for (const int64_t row_bytes : {int64_t{8192}, int64_t{4}, int64_t{6}}) {
+    for (const int64_t offset : {int64_t{0}, int64_t{1}}) {
+      if (offset != 0 && row_bytes != 6) continue;
+      const int64_t rows = 10, in_stride = row_bytes + (row_bytes == 6 ? 1 : 0), out_stride = row_bytes;
+      std::vector<unsigned char> in(static_cast<size_t>(rows * in_stride + offset));
+      for (auto& b : in) b = static_cast<unsigned char>(rng());
+      std::vector<unsigned char> out(static_cast<size_t>(index.size() * out_stride + offset), 0xAB);
+      using testing_support::DeviceBuffer, testing_support::download;
+      DeviceBuffer din(in), dout(out), dindex(index);
+      gather_rows(static_cast<int64_t>(index.size()), row_bytes, din.as<unsigned char>() + offset, in_stride,
+                  dindex.as<int32_t>(), dout.as<unsigned char>() + offset, out_stride, nullptr);
+      MOSAIC_CUDA_CHECK(cudaDeviceSynchronize());
+      const auto got = download<unsigned char>(dout, out.size());
+      std::vector<unsigned char> want = out;
+      for (size_t r = 0; r < index.size(); ++r)
+        std::memcpy(want.data() + offset + r * out_stride, in.data() + offset + index[r] * in_stride,
+                    static_cast<size_t>(row_bytes));
+      EXPECT_EQ(got, want) << "row_bytes " << row_bytes << " offset " << offset;
+    }
+  }
 }
 
 }  // namespace
