@@ -7,7 +7,6 @@
 
 #include "api/step_runner_factory.h"
 #include "core/error.h"
-#include "exec/step_runner.h"
 #include "model/model_weights.h"
 
 namespace mosaic {
@@ -91,9 +90,6 @@ StepBenchmark StepBench::run(int64_t length, int64_t masked, double temperature,
 
   StepBenchmark b;
   b.length = length, b.masked = masked, b.temperature = temperature;
-  b.last_layer_candidates_only = last_layer_candidates_only_from_environment();
-  b.flops = step_flops(c.hidden, c.layers, c.heads, c.kv_heads, c.head_dim, c.ffn, c.vocab, length, masked,
-                       b.last_layer_candidates_only);
   b.weight_bytes = impl_->model->weights().bytes;
   for (int i = 0; i < warmup + repeats; ++i) {
     const auto start = std::chrono::steady_clock::now();
@@ -103,9 +99,14 @@ StepBenchmark StepBench::run(int64_t length, int64_t masked, double temperature,
     b.step_ms.push_back(ms);
     b.host_ms.push_back(out.host_seconds * 1e3);
     b.chunks = out.chunks.to_string();
+    b.last_layer_candidates_only = out.last_layer_over_candidates;
     b.planned_peak = out.planned_peak, b.lower_bound = out.lower_bound;
     b.average_live = out.average_live, b.arena_bytes = out.arena_bytes;
   }
+  // The FLOPs the steps did: their last layer ran over the candidates only unless switched off or
+  // the budget's chunking chose every row.
+  b.flops = step_flops(c.hidden, c.layers, c.heads, c.kv_heads, c.head_dim, c.ffn, c.vocab, length, masked,
+                       b.last_layer_candidates_only);
   b.median_ms = median(b.step_ms);
   b.median_host_ms = median(b.host_ms);
   return b;

@@ -20,6 +20,14 @@ namespace mosaic {
 namespace {
 constexpr uint64_t kCpuGranule = 64 * 1024;  // the CPU arena's allocation unit
 
+// GraphOptions::last_layer_candidates_only: on, unless the environment says
+// MOSAIC_LAST_LAYER_CANDIDATES_ONLY=0 (the same results; for A/B timing and the tests that compare
+// the two forms).
+bool last_layer_candidates_only_from_environment() {
+  const char* setting = std::getenv("MOSAIC_LAST_LAYER_CANDIDATES_ONLY");
+  return setting == nullptr || std::string_view(setting) != "0";
+}
+
 GraphOptions graph_options(DType activations, HeadMode head, uint64_t head_scratch_per_row = 0) {
   GraphOptions options;
   options.activations = activations, options.head = head;
@@ -28,11 +36,6 @@ GraphOptions graph_options(DType activations, HeadMode head, uint64_t head_scrat
   return options;
 }
 }  // namespace
-
-bool last_layer_candidates_only_from_environment() {
-  const char* setting = std::getenv("MOSAIC_LAST_LAYER_CANDIDATES_ONLY");
-  return setting == nullptr || std::string_view(setting) != "0";
-}
 
 CpuStepRunner::CpuStepRunner(const Model& model, std::optional<uint64_t> activation_budget)
     : model_(model),
@@ -55,6 +58,7 @@ StepOutput CpuStepRunner::run(const StepInput& input) {
   StepOutput out;
   StepPlanner& planner = input.keep_logits ? logits_planner_ : stats_planner_;
   out.chunks = chunker_.chunks_for(shape, planner.options());
+  out.last_layer_over_candidates = last_layer_over_candidates(planner.options(), out.chunks);
   const Graph graph = planner.instantiate(shape, out.chunks);
   const auto planned = planner.plan(graph);
   out.values = executor_.run(graph, *planned, arena_, packed,
@@ -130,6 +134,7 @@ StepOutput CudaStepRunner::run(const StepInput& input) {
   StepOutput out;
   StepPlanner& planner = input.keep_logits ? *logits_planner_ : *stats_planner_;
   out.chunks = chunker_->chunks_for(shape, planner.options());
+  out.last_layer_over_candidates = last_layer_over_candidates(planner.options(), out.chunks);
   const Graph graph = planner.instantiate(shape, out.chunks);
   const auto planned = planner.plan(graph);
   if (!arena_->prepare_step(planned->plan.peak_bytes))

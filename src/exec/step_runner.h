@@ -41,6 +41,7 @@ struct StepOutput {
   // values is empty when every sequence committed on the device (nothing else needs the rows).
   std::vector<CommittedRow> committed;  // [rows] when any sequence committed on the device
   ChunkConfig chunks;
+  bool last_layer_over_candidates = false;  // its last layer ran over the candidate rows only
   // Memory of the step (ARCHITECTURE.md, "Measuring"): planned peak, lower bound and mean of
   // the live bytes over ops, and what the arena has mapped. PAR = peak / average; inflation =
   // arena bytes / lower bound.
@@ -56,11 +57,6 @@ struct StepMemorySetup {
   uint64_t fixed_bytes = 0;                    // weights + workspace: the budget minus the arena's share
   uint64_t granule = 1;                        // the arena maps whole granules
 };
-
-// GraphOptions::last_layer_candidates_only as the runners set it: on, unless the environment
-// says MOSAIC_LAST_LAYER_CANDIDATES_ONLY=0 (the same results; for A/B timing and the tests that
-// compare the two forms).
-bool last_layer_candidates_only_from_environment();
 
 class StepRunner {
  public:

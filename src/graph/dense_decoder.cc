@@ -110,8 +110,7 @@ struct Builder {
   }
 
   bool candidates_only(int32_t l) const {
-    return options.last_layer_candidates_only && !chunks.last_layer_all_rows &&
-           l + 1 == static_cast<int32_t>(c.layers);
+    return last_layer_over_candidates(options, chunks) && l + 1 == static_cast<int32_t>(c.layers);
   }
 
   void attention_block(int32_t l) {

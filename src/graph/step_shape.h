@@ -65,6 +65,12 @@ struct GraphOptions {
   bool last_layer_candidates_only = true;
 };
 
+// Whether a step graph built with these options and chunks runs its last layer over the candidate
+// rows only (the graph template and the reports of a step ask the same question).
+inline bool last_layer_over_candidates(const GraphOptions& options, const ChunkConfig& chunks) {
+  return options.last_layer_candidates_only && !chunks.last_layer_all_rows;
+}
+
 // Per candidate row, the fused head writes this many fp32 values (core/head_sampling.h lists
 // them: chosen token and its logit, max and argmax, log-sum-exp, sum p*logit, runner-up).
 inline constexpr int64_t kHeadStatsCols = kHeadStatCount;
