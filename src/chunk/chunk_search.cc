@@ -101,15 +101,17 @@ ChunkSearchResult search_with(const ModelConfig& config, const ChunkSearchReques
 }  // namespace
 
 ChunkSearchResult search_chunks(const ModelConfig& config, const ChunkSearchRequest& request) {
-  ChunkSearchResult result = search_with(config, request, false);
+  ChunkSearchResult candidates = search_with(config, request, false);
   // The last layer over candidates only keeps their gathered rows beside x, K and V. When the
   // step needs chunks anyway, the last layer over every row (the same results) may fit with
   // fewer, or be the only way to fit: the fewer chunks win, a tie goes to candidates only.
-  if (!request.options.last_layer_candidates_only || (result.fits && result.chunks.extra_chunks() == 0))
-    return result;
+  if (!request.options.last_layer_candidates_only || (candidates.fits && candidates.chunks.extra_chunks() == 0))
+    return candidates;
   ChunkSearchResult all_rows = search_with(config, request, true);
-  all_rows.probes += result.probes;
-  if (all_rows.fits && (!result.fits || all_rows.chunks.extra_chunks() < result.chunks.extra_chunks())) {
+  const int probes = candidates.probes + all_rows.probes;
+  const bool all_rows_wins =
+      all_rows.fits && (!candidates.fits || all_rows.chunks.extra_chunks() < candidates.chunks.extra_chunks());
+  if (all_rows_wins) {
     // The greedy search over candidates only can miss a configuration the other one found: the
     // same counts may fit with candidates only as well.
     ChunkConfig same = all_rows.chunks;
@@ -121,11 +123,11 @@ ChunkSearchResult search_chunks(const ModelConfig& config, const ChunkSearchRequ
       all_rows.lower_bound = planned.memory.lower_bound;
       all_rows.planned = std::move(planned);
     }
-    return all_rows;
   }
-  if (!result.fits) return all_rows;  // neither fits: report the lower floor (every row)
-  result.probes = all_rows.probes;
-  return result;
+  // Neither fits: report the lower floor (every row).
+  ChunkSearchResult& chosen = all_rows_wins || !candidates.fits ? all_rows : candidates;
+  chosen.probes = probes;
+  return std::move(chosen);
 }
 
 }  // namespace mosaic
