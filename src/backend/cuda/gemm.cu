@@ -17,11 +17,13 @@
 #include <bit>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <string>
 #include <tuple>
 
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/gemm_tuning.h"
 #include "mosaic/error.h"
 
 namespace mosaic::cuda {
@@ -47,7 +49,7 @@ namespace {
     }                                                                                         \
   } while (0)
 
-// Heuristic candidates examined per query; the first acceptable one wins.
+// Heuristic candidates examined per query.
 constexpr int kHeuristicCandidates = 16;
 // The pinning query's m: the first m seen, rounded up to a power of two, at least this.
 constexpr int64_t kMinRepresentativeM = 256;
@@ -116,7 +118,7 @@ Alignments alignments_of(const GemmArgs& args) {
 }  // namespace
 
 struct Gemm::Impl {
-  // Which algorithm a (n, k, c dtype, bias epilogue) uses for every m.
+  // A (n, k, c dtype, bias epilogue): one reference algorithm, whose bits every m computes.
   using PinKey = std::tuple<int64_t, int64_t, DType, bool>;
   // Everything a call's validity and plan depend on.
   using CallKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, DType, bool,
@@ -131,8 +133,13 @@ struct Gemm::Impl {
   uint64_t workspace_bytes = 0;
   cublasLtMatmulDesc_t plain_desc = nullptr;  // D = A B
   cublasLtMatmulDesc_t bias_desc = nullptr;   // D = A B + bias (bf16 bias, bf16 D)
-  std::map<PinKey, cublasLtMatmulAlgo_t> pinned;
+  std::map<PinKey, cublasLtMatmulAlgo_t> pinned;  // the reference: the heuristic's first, first m
+  // With timed tuning, per pin and power-of-two row bucket: the fastest algorithm with the
+  // reference's bits (the reference where none is faster).
+  std::map<std::pair<PinKey, int64_t>, cublasLtMatmulAlgo_t> tuned;
   std::map<CallKey, CallPlan> plans;
+  GemmTuning tuning;
+  std::vector<GemmTuningRecord> tuning_records;
 
   static cublasLtMatmulDesc_t make_desc(bool bias_epilogue) {
     cublasLtMatmulDesc_t desc = nullptr;
@@ -153,11 +160,12 @@ struct Gemm::Impl {
     return desc;
   }
 
-  // The first acceptable heuristic algorithm for these layouts: no split-K, no reduction pass,
-  // workspace within ours. Asserts when cuBLASLt offers none (no product could run at all).
-  cublasLtMatmulAlgo_t choose_algorithm(cublasLtMatmulDesc_t desc, const Layouts& layouts,
-                                        const Alignments& alignments, const GemmArgs& args,
-                                        int64_t m) const {
+  // The acceptable heuristic algorithms for these layouts, in the heuristic's order: no split-K,
+  // no reduction pass, workspace within ours. Asserts when cuBLASLt offers none (no product
+  // could run at all).
+  std::vector<GemmAlgorithm> candidates(cublasLtMatmulDesc_t desc, const Layouts& layouts,
+                                               const Alignments& alignments, const GemmArgs& args,
+                                               int64_t m) const {
     cublasLtMatmulPreference_t preference = nullptr;
     MOSAIC_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
     const auto set_u32 = [preference](cublasLtMatmulPreferenceAttributes_t attribute,
@@ -183,6 +191,7 @@ struct Gemm::Impl {
     MOSAIC_CUBLAS_CHECK(cublasLtMatmulPreferenceDestroy(preference));
     if (status != CUBLAS_STATUS_SUCCESS) returned = 0;  // NOT_SUPPORTED: no algorithm at all
 
+    std::vector<GemmAlgorithm> acceptable;
     for (int i = 0; i < returned; ++i) {
       const cublasLtMatmulHeuristicResult_t& result = results[i];
       if (result.state != CUBLAS_STATUS_SUCCESS || result.workspaceSize > workspace_bytes) continue;
@@ -195,8 +204,9 @@ struct Gemm::Impl {
           cublasLtMatmulAlgoConfigGetAttribute(&result.algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME,
                                                &reduction, sizeof(reduction), &written));
       if (splits > 1 || reduction != CUBLASLT_REDUCTION_SCHEME_NONE) continue;
-      return result.algo;
+      acceptable.push_back(GemmAlgorithm{result.algo});
     }
+    if (!acceptable.empty()) return acceptable;
     std::fprintf(stderr,
                  "mosaic: cuBLASLt offers no split-K-free algorithm for m=%lld n=%lld k=%lld "
                  "(lda=%lld ldb=%lld ldc=%lld, C %s%s, alignments A %u B %u C %u, %llu bytes of "
@@ -210,9 +220,42 @@ struct Gemm::Impl {
     std::abort();
   }
 
-  // The plan of one call shape: the pinned algorithm when cuBLASLt accepts it for this m (the
-  // normal case), else this shape's own heuristic choice, with a note.
-  const CallPlan& plan_for(const GemmArgs& args, cublasLtMatmulDesc_t desc, bool bias_epilogue) {
+  bool runs(cublasLtMatmulDesc_t desc, const Layouts& layouts, const cublasLtMatmulAlgo_t& algo) const {
+    cublasLtMatmulHeuristicResult_t check{};
+    return cublasLtMatmulAlgoCheck(handle, desc, layouts.weight.get(), layouts.activation.get(),
+                                   layouts.output.get(), layouts.output.get(), &algo, &check) ==
+               CUBLAS_STATUS_SUCCESS &&
+           check.workspaceSize <= workspace_bytes;
+  }
+
+  // The fastest algorithm for this call's row bucket whose bits are the reference's, timed on
+  // this call (gemm_tuning.h); the reference itself when nothing else qualifies or wins.
+  cublasLtMatmulAlgo_t tune(const GemmArgs& args, cublasLtMatmulDesc_t desc,
+                            const Alignments& alignments, const cublasLtMatmulAlgo_t& reference,
+                            int64_t bucket, cudaStream_t stream) {
+    std::vector<GemmAlgorithm> offered{GemmAlgorithm{reference}};
+    const Layouts representative = make_layouts(args, bucket);
+    for (const GemmAlgorithm& candidate : candidates(desc, representative, alignments, args, bucket)) {
+      if (std::memcmp(&candidate.value, &reference, sizeof(reference)) != 0) offered.push_back(candidate);
+    }
+    if (offered.size() == 1) return reference;
+    TuningCall call;
+    call.handle = handle, call.desc = desc, call.args = args;
+    call.workspace = workspace, call.workspace_bytes = workspace_bytes, call.stream = stream;
+    call.min_call_ms = tuning.min_call_ms;
+    GemmTuningRecord record = tune_gemm(call, offered);
+    const cublasLtMatmulAlgo_t chosen = offered[record.chosen].value;
+    log_tuning(record);
+    tuning_records.push_back(std::move(record));
+    return chosen;
+  }
+
+  // The plan of one call shape. The shape's reference algorithm (its pin) fixes the bits; with
+  // tuning, the bucket's tuned algorithm computes them when cuBLASLt accepts it for this m (the
+  // normal case), else the reference; when neither runs, this shape's own heuristic choice, with
+  // a note.
+  const CallPlan& plan_for(const GemmArgs& args, cublasLtMatmulDesc_t desc, bool bias_epilogue,
+                           cudaStream_t stream) {
     const Alignments alignments = alignments_of(args);
     const CallKey key{args.m,       args.n,       args.k,       args.lda,
                       args.ldb,     args.ldc,     args.c_dtype, bias_epilogue,
@@ -221,40 +264,42 @@ struct Gemm::Impl {
     if (plans.size() >= kMaxCallPlans) plans.clear();
 
     const PinKey pin_key{args.n, args.k, args.c_dtype, bias_epilogue};
+    const int64_t bucket = static_cast<int64_t>(
+        std::bit_ceil(static_cast<uint64_t>(std::max(args.m, kMinRepresentativeM))));
     auto pin = pinned.find(pin_key);
     if (pin == pinned.end()) {
-      const int64_t representative_m = static_cast<int64_t>(
-          std::bit_ceil(static_cast<uint64_t>(std::max(args.m, kMinRepresentativeM))));
-      const Layouts representative = make_layouts(args, representative_m);
-      pin = pinned
-                .emplace(pin_key,
-                         choose_algorithm(desc, representative, alignments, args, representative_m))
+      const Layouts representative = make_layouts(args, bucket);
+      pin = pinned.emplace(pin_key, candidates(desc, representative, alignments, args, bucket).front().value)
                 .first;
     }
 
     Layouts layouts = make_layouts(args, args.m);
-    cublasLtMatmulHeuristicResult_t check{};
-    const cublasStatus_t status =
-        cublasLtMatmulAlgoCheck(handle, desc, layouts.weight.get(), layouts.activation.get(),
-                                layouts.output.get(), layouts.output.get(), &pin->second, &check);
     cublasLtMatmulAlgo_t algo = pin->second;
-    if (status != CUBLAS_STATUS_SUCCESS || check.workspaceSize > workspace_bytes) {
+    if (tuning.timed) {
+      auto found = tuned.find({pin_key, bucket});
+      if (found == tuned.end() && tuning_possible(stream)) {
+        found = tuned.emplace(std::pair{pin_key, bucket},
+                              tune(args, desc, alignments, pin->second, bucket, stream)).first;
+      }
+      if (found != tuned.end() && runs(desc, layouts, found->second)) algo = found->second;
+    }
+    if (!runs(desc, layouts, algo)) {
       std::fprintf(
           stderr,
           "mosaic: note: the pinned cuBLASLt algorithm for n=%lld k=%lld does not run "
-          "m=%lld lda=%lld ldc=%lld (alignments A %u C %u; %s); this shape gets its own "
+          "m=%lld lda=%lld ldc=%lld (alignments A %u C %u); this shape gets its own "
           "algorithm, so its rows may differ in the last bits from other row chunks\n",
           static_cast<long long>(args.n), static_cast<long long>(args.k),
           static_cast<long long>(args.m), static_cast<long long>(args.lda),
-          static_cast<long long>(args.ldc), alignments.a, alignments.c,
-          status != CUBLAS_STATUS_SUCCESS ? cublasLtGetStatusName(status) : "needs more workspace");
-      algo = choose_algorithm(desc, layouts, alignments, args, args.m);
+          static_cast<long long>(args.ldc), alignments.a, alignments.c);
+      algo = candidates(desc, layouts, alignments, args, args.m).front().value;
     }
     return plans.emplace(key, CallPlan{std::move(layouts), algo}).first->second;
   }
 };
 
-Gemm::Gemm(uint64_t workspace_bytes) : impl_(std::make_unique<Impl>()) {
+Gemm::Gemm(uint64_t workspace_bytes, GemmTuning tuning) : impl_(std::make_unique<Impl>()) {
+  impl_->tuning = tuning;
   MOSAIC_CUBLAS_CHECK(cublasLtCreate(&impl_->handle));
   if (workspace_bytes > 0) {
     const cudaError_t status = cudaMalloc(&impl_->workspace, workspace_bytes);
@@ -281,6 +326,8 @@ Gemm::~Gemm() {
 
 uint64_t Gemm::workspace_bytes() const { return impl_->workspace_bytes; }
 
+const std::vector<GemmTuningRecord>& Gemm::tuning_records() const { return impl_->tuning_records; }
+
 void Gemm::run(const GemmArgs& args, cudaStream_t stream) {
   GEMM_REQUIRE(args.m >= 0 && args.n > 0 && args.k > 0);
   GEMM_REQUIRE(args.c_dtype == DType::bf16 || args.c_dtype == DType::f32);
@@ -302,7 +349,7 @@ void Gemm::run(const GemmArgs& args, cudaStream_t stream) {
   }
   // beta does not enter the algorithm choice: one pinned algorithm serves both forms. With beta = 1
   // cuBLASLt reads C and writes D = A B + C in place (C and D share pointer and layout).
-  const Impl::CallPlan& plan = impl_->plan_for(args, desc, bias_epilogue);
+  const Impl::CallPlan& plan = impl_->plan_for(args, desc, bias_epilogue, stream);
   const float alpha = 1.0f, beta = args.accumulate ? 1.0f : 0.0f;
   MOSAIC_CUBLAS_CHECK(cublasLtMatmul(impl_->handle, desc, &alpha, args.b, plan.layouts.weight.get(),
                                      args.a, plan.layouts.activation.get(), &beta, args.c,

@@ -17,6 +17,7 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/device.h"
+#include "backend/cuda/gemm_tuning.h"
 #include "core/half.h"
 
 namespace mosaic::cuda {
@@ -130,6 +131,10 @@ struct Problem {
   }
 };
 
+// Tuning for every product, however short (the engine tunes only products of a millisecond and
+// more), so that the tests below exercise it: tuned row chunks, tuned accumulation.
+constexpr GemmTuning kAlwaysTuned{.timed = true, .min_call_ms = 0.0};
+
 class CudaGemm : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -208,12 +213,13 @@ class StderrCapture {
 };
 
 // The determinism contract of gemm.h: rows [0, m1) and [m1, m) in two calls equal the rows of
-// one call, bit for bit, and no call needed a different algorithm from the pinned one.
+// one call, bit for bit (each row bucket tuned on its own first call), and no call needed a
+// different algorithm from the pinned one.
 void expect_row_chunks_bit_identical(const Shape& shape, std::initializer_list<int64_t> splits,
                                      bool chunk_first) {
   SCOPED_TRACE(describe(shape) + (chunk_first ? ", chunk first" : ", whole first"));
   Problem whole(shape, 20), chunked(shape, 20);
-  Gemm gemm;
+  Gemm gemm(kDefaultGemmWorkspaceBytes, kAlwaysTuned);
   StderrCapture capture;
   if (!chunk_first) gemm.run(whole.args(0, shape.m), nullptr);
   for (const int64_t m1 : splits) {
@@ -257,6 +263,10 @@ TEST_F(CudaGemm, RowChunksAreBitIdenticalAtModelShapes) {
                                   {1000, 1537}, false);
   expect_row_chunks_bit_identical({1024, 4096, 4096, 4096, 4096, 4096, DType::bf16, false},
                                   {384, 1000}, false);
+  // Chunks in row buckets far apart (512 and 8192 rows), each tuned on its own first call: the
+  // reference's bits in every bucket. (At 4k and 32k rows cuBLASLt's first choices differ.)
+  expect_row_chunks_bit_identical({8192, 4096, 4096, 4096, 4096, 4096, DType::bf16, false},
+                                  {300, 4000}, true);
 }
 
 // accumulate (the residual add fused into the o / down projections): C = C_old + A B^T, with C_old
@@ -273,7 +283,7 @@ TEST_F(CudaGemm, AccumulateAddsTheProductToC) {
   Problem whole(shape, 30), chunked(shape, 30);
   for (Problem* p : {&whole, &chunked})
     MOSAIC_CUDA_CHECK(cudaMemcpy(p->c_dev.get(), start.data(), start.size() * 2, cudaMemcpyHostToDevice));
-  Gemm gemm;
+  Gemm gemm(kDefaultGemmWorkspaceBytes, kAlwaysTuned);
   GemmArgs args = whole.args(0, shape.m);
   args.accumulate = true;
   gemm.run(args, nullptr);
@@ -293,7 +303,80 @@ TEST_F(CudaGemm, EmptyProductDoesNothing) {
   GemmArgs args;
   args.m = 0, args.n = 16, args.k = 16, args.lda = 16, args.ldb = 16, args.ldc = 16;
   gemm.run(args, nullptr);
-  EXPECT_EQ(gemm.workspace_bytes(), uint64_t{32} << 20);
+  EXPECT_EQ(gemm.workspace_bytes(), kDefaultGemmWorkspaceBytes);
+}
+
+// Tuning (gemm_tuning.h) chooses among algorithms by speed only: a timed Gemm computes the bits of
+// one that pins cuBLASLt's first choice, for plain, bias, f32 and accumulating products at the
+// models' shapes. An accumulating product ends as C before the call plus one product: the
+// tuning's timing runs added into C and restored it.
+TEST_F(CudaGemm, TunedProductsHaveTheHeuristicChoicesBits) {
+  const Shape shapes[] = {
+      {1024, 4096, 4096, 4096, 4096, 4096, DType::bf16, false},     // LLaDA q/k/v/o
+      {1024, 4096, 12288, 12288, 12288, 4096, DType::bf16, false},  // LLaDA down
+      {1536, 512, 3584, 3584, 3584, 512, DType::bf16, true},        // Dream k/v
+      {1024, 4096, 4096, 4096, 4096, 4096, DType::f32, false},      // the head's logit chunks
+  };
+  for (const Shape& shape : shapes) {
+    for (const bool accumulate : {false, true}) {
+      if (accumulate && (shape.bias || shape.c_dtype == DType::f32)) continue;  // never asked
+      SCOPED_TRACE(describe(shape) + (accumulate ? ", accumulate" : ""));
+      Problem tuned(shape, 40), first(shape, 40);
+      if (accumulate) {
+        const std::vector<uint16_t> start = random_bf16(shape.m * shape.ldc, 41);
+        for (Problem* p : {&tuned, &first})
+          MOSAIC_CUDA_CHECK(cudaMemcpy(p->c_dev.get(), start.data(), start.size() * 2, cudaMemcpyHostToDevice));
+      }
+      Gemm timed(kDefaultGemmWorkspaceBytes, kAlwaysTuned);
+      Gemm heuristic(kDefaultGemmWorkspaceBytes, GemmTuning{.timed = false});
+      GemmArgs args = tuned.args(0, shape.m);
+      args.accumulate = accumulate;
+      timed.run(args, nullptr);
+      args = first.args(0, shape.m);
+      args.accumulate = accumulate;
+      heuristic.run(args, nullptr);
+      EXPECT_EQ(tuned.c_dev.download(), first.c_dev.download());
+      EXPECT_TRUE(heuristic.tuning_records().empty());
+      // cuBLASLt offers several candidates at these shapes on every GPU we know; with one there
+      // is nothing to tune and no record.
+      ASSERT_LE(timed.tuning_records().size(), 1u);
+      if (timed.tuning_records().empty()) continue;
+      const GemmTuningRecord& record = timed.tuning_records().front();
+      EXPECT_EQ(record.m, shape.m);
+      EXPECT_EQ(record.accumulate, accumulate);
+      ASSERT_LT(record.chosen, record.ms.size());
+      EXPECT_TRUE(record.timed);
+      EXPECT_TRUE(record.ran[record.chosen] && record.same_bits[record.chosen]);
+      EXPECT_GT(record.ms[record.chosen], 0.0);
+      EXPECT_TRUE(record.same_bits[0]);
+    }
+  }
+}
+
+// A shape first seen while its stream is captured into a CUDA graph is not tuned (tuning
+// synchronises, which would invalidate the capture): the capture succeeds and the replay computes
+// the heuristic choice's bits.
+TEST_F(CudaGemm, NoTuningWhileTheStreamIsCaptured) {
+  const Shape shape{512, 1024, 1024, 1024, 1024, 1024, DType::bf16, false};
+  Problem captured(shape, 50), direct(shape, 50);
+  cudaStream_t stream = nullptr;
+  MOSAIC_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  Gemm timed(kDefaultGemmWorkspaceBytes, kAlwaysTuned);
+  MOSAIC_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  timed.run(captured.args(0, shape.m), stream);
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+  EXPECT_TRUE(timed.tuning_records().empty());
+  cudaGraphExec_t exec = nullptr;
+  MOSAIC_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  MOSAIC_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+  MOSAIC_CUDA_CHECK(cudaStreamSynchronize(stream));
+  Gemm heuristic(kDefaultGemmWorkspaceBytes, GemmTuning{.timed = false});
+  heuristic.run(direct.args(0, shape.m), nullptr);
+  EXPECT_EQ(captured.c_dev.download(), direct.c_dev.download());
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
 }
 
 // Last in the file: k odd leaves A and B rows 2-byte aligned, which only cuBLASLt's slowest
