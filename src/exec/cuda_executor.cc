@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <map>
 
@@ -78,16 +77,6 @@ CudaStepGraphs::Signature launch_signature(const Graph& graph, const Address& ad
   return signature;
 }
 
-// MOSAIC_GEMM_TUNING=0 pins cuBLASLt's first heuristic choice per shape instead of the fastest
-// bit-identical candidate (the same bits either way; docs/design/gemm-tuning.md): for A/B runs
-// and for a first step without the tuning's timing.
-cuda::GemmTuning gemm_tuning_from_environment() {
-  const char* setting = std::getenv("MOSAIC_GEMM_TUNING");
-  cuda::GemmTuning tuning;
-  tuning.timed = setting == nullptr || std::strcmp(setting, "0") != 0;
-  return tuning;
-}
-
 }  // namespace
 
 struct CudaExecutor::Impl {
@@ -97,7 +86,7 @@ struct CudaExecutor::Impl {
   void* weights = nullptr;   // one allocation, bf16 tensors at 256-byte aligned offsets
   uint64_t weight_bytes = 0;
   std::map<const void*, const void*> device_of;  // host view data -> device bf16 copy
-  cuda::Gemm gemm{cuda::kDefaultGemmWorkspaceBytes, gemm_tuning_from_environment()};
+  cuda::Gemm gemm;
   DeviceBuffer segments, sampling, commit_sequences, committed;
   std::chrono::steady_clock::time_point launch_end;
   CudaOpProfile profile;  // MOSAIC_PROFILE_OPS=1

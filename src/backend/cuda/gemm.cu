@@ -23,7 +23,8 @@
 #include <tuple>
 
 #include "backend/cuda/cuda_check.h"
-#include "backend/cuda/gemm_tuning.h"
+#include "backend/cuda/gemm_bit_check.h"
+#include "backend/cuda/gemm_choice_log.h"
 #include "mosaic/error.h"
 
 namespace mosaic::cuda {
@@ -51,8 +52,8 @@ namespace {
 
 // Heuristic candidates examined per query.
 constexpr int kHeuristicCandidates = 16;
-// The pinning query's m: the first m seen, rounded up to a power of two, at least this.
-constexpr int64_t kMinRepresentativeM = 256;
+// Row buckets: m rounded up to a power of two, at least this.
+constexpr int64_t kMinBucketRows = 256;
 // Per-call plans kept before the cache starts over (each holds three small layouts).
 constexpr size_t kMaxCallPlans = 4096;
 
@@ -133,13 +134,11 @@ struct Gemm::Impl {
   uint64_t workspace_bytes = 0;
   cublasLtMatmulDesc_t plain_desc = nullptr;  // D = A B
   cublasLtMatmulDesc_t bias_desc = nullptr;   // D = A B + bias (bf16 bias, bf16 D)
-  std::map<PinKey, cublasLtMatmulAlgo_t> pinned;  // the reference: the heuristic's first, first m
-  // With timed tuning, per pin and power-of-two row bucket: the fastest algorithm with the
-  // reference's bits (the reference where none is faster).
-  std::map<std::pair<PinKey, int64_t>, cublasLtMatmulAlgo_t> tuned;
+  std::map<PinKey, cublasLtMatmulAlgo_t> pinned;  // the reference (gemm.h)
+  // Buckets below kReferenceRows: their own heuristic choice where it has the reference's bits.
+  std::map<std::pair<PinKey, int64_t>, cublasLtMatmulAlgo_t> bucket_algorithms;
+  std::vector<GemmBucketChoice> bucket_choices;
   std::map<CallKey, CallPlan> plans;
-  GemmTuning tuning;
-  std::vector<GemmTuningRecord> tuning_records;
 
   static cublasLtMatmulDesc_t make_desc(bool bias_epilogue) {
     cublasLtMatmulDesc_t desc = nullptr;
@@ -160,12 +159,11 @@ struct Gemm::Impl {
     return desc;
   }
 
-  // The acceptable heuristic algorithms for these layouts, in the heuristic's order: no split-K,
-  // no reduction pass, workspace within ours. Asserts when cuBLASLt offers none (no product
-  // could run at all).
-  std::vector<GemmAlgorithm> candidates(cublasLtMatmulDesc_t desc, const Layouts& layouts,
-                                               const Alignments& alignments, const GemmArgs& args,
-                                               int64_t m) const {
+  // The first acceptable heuristic algorithm for these layouts: no split-K, no reduction pass,
+  // workspace within ours. Asserts when cuBLASLt offers none (no product could run at all).
+  cublasLtMatmulAlgo_t heuristic_choice(cublasLtMatmulDesc_t desc, const Layouts& layouts,
+                                        const Alignments& alignments, const GemmArgs& args,
+                                        int64_t m) const {
     cublasLtMatmulPreference_t preference = nullptr;
     MOSAIC_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
     const auto set_u32 = [preference](cublasLtMatmulPreferenceAttributes_t attribute,
@@ -191,7 +189,6 @@ struct Gemm::Impl {
     MOSAIC_CUBLAS_CHECK(cublasLtMatmulPreferenceDestroy(preference));
     if (status != CUBLAS_STATUS_SUCCESS) returned = 0;  // NOT_SUPPORTED: no algorithm at all
 
-    std::vector<GemmAlgorithm> acceptable;
     for (int i = 0; i < returned; ++i) {
       const cublasLtMatmulHeuristicResult_t& result = results[i];
       if (result.state != CUBLAS_STATUS_SUCCESS || result.workspaceSize > workspace_bytes) continue;
@@ -204,9 +201,8 @@ struct Gemm::Impl {
           cublasLtMatmulAlgoConfigGetAttribute(&result.algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME,
                                                &reduction, sizeof(reduction), &written));
       if (splits > 1 || reduction != CUBLASLT_REDUCTION_SCHEME_NONE) continue;
-      acceptable.push_back(GemmAlgorithm{result.algo});
+      return result.algo;
     }
-    if (!acceptable.empty()) return acceptable;
     std::fprintf(stderr,
                  "mosaic: cuBLASLt offers no split-K-free algorithm for m=%lld n=%lld k=%lld "
                  "(lda=%lld ldb=%lld ldc=%lld, C %s%s, alignments A %u B %u C %u, %llu bytes of "
@@ -228,32 +224,32 @@ struct Gemm::Impl {
            check.workspaceSize <= workspace_bytes;
   }
 
-  // The fastest algorithm for this call's row bucket whose bits are the reference's, timed on
-  // this call (gemm_tuning.h); the reference itself when nothing else qualifies or wins.
-  cublasLtMatmulAlgo_t tune(const GemmArgs& args, cublasLtMatmulDesc_t desc,
-                            const Alignments& alignments, const cublasLtMatmulAlgo_t& reference,
-                            int64_t bucket, cudaStream_t stream) {
-    std::vector<GemmAlgorithm> offered{GemmAlgorithm{reference}};
-    const Layouts representative = make_layouts(args, bucket);
-    for (const GemmAlgorithm& candidate : candidates(desc, representative, alignments, args, bucket)) {
-      if (std::memcmp(&candidate.value, &reference, sizeof(reference)) != 0) offered.push_back(candidate);
+  // A bucket below kReferenceRows: cuBLASLt's first choice for it where that computes the
+  // reference's bits on this call (its first), else the reference.
+  cublasLtMatmulAlgo_t choose_for_bucket(const GemmArgs& args, cublasLtMatmulDesc_t desc,
+                                         const Alignments& alignments, const PinKey& pin_key,
+                                         const cublasLtMatmulAlgo_t& reference, int64_t bucket,
+                                         cudaStream_t stream) {
+    const Layouts layouts = make_layouts(args, bucket);
+    const cublasLtMatmulAlgo_t own = heuristic_choice(desc, layouts, alignments, args, bucket);
+    GemmBucketChoice choice;
+    std::tie(choice.n, choice.k, choice.c_dtype, choice.bias) = pin_key;
+    choice.bucket = bucket;
+    choice.own_choice_differs = std::memcmp(&own, &reference, sizeof(own)) != 0;
+    if (choice.own_choice_differs) {
+      BitCheckCall call;
+      call.handle = handle, call.desc = desc, call.args = args;
+      call.workspace = workspace, call.workspace_bytes = workspace_bytes, call.stream = stream;
+      choice.same_bits = same_bits_on_call(call, reference, own);
     }
-    if (offered.size() == 1) return reference;
-    TuningCall call;
-    call.handle = handle, call.desc = desc, call.args = args;
-    call.workspace = workspace, call.workspace_bytes = workspace_bytes, call.stream = stream;
-    call.min_call_ms = tuning.min_call_ms;
-    GemmTuningRecord record = tune_gemm(call, offered);
-    const cublasLtMatmulAlgo_t chosen = offered[record.chosen].value;
-    log_tuning(record);
-    tuning_records.push_back(std::move(record));
-    return chosen;
+    log_bucket_choice(choice);
+    bucket_choices.push_back(choice);
+    return choice.uses_own_choice() ? own : reference;
   }
 
-  // The plan of one call shape. The shape's reference algorithm (its pin) fixes the bits; with
-  // tuning, the bucket's tuned algorithm computes them when cuBLASLt accepts it for this m (the
-  // normal case), else the reference; when neither runs, this shape's own heuristic choice, with
-  // a note.
+  // The plan of one call shape: its bucket's algorithm (above) when cuBLASLt accepts it for this
+  // m (the normal case), else the reference; when neither runs, this shape's own heuristic
+  // choice, with a note.
   const CallPlan& plan_for(const GemmArgs& args, cublasLtMatmulDesc_t desc, bool bias_epilogue,
                            cudaStream_t stream) {
     const Alignments alignments = alignments_of(args);
@@ -264,24 +260,29 @@ struct Gemm::Impl {
     if (plans.size() >= kMaxCallPlans) plans.clear();
 
     const PinKey pin_key{args.n, args.k, args.c_dtype, bias_epilogue};
-    const int64_t bucket = static_cast<int64_t>(
-        std::bit_ceil(static_cast<uint64_t>(std::max(args.m, kMinRepresentativeM))));
     auto pin = pinned.find(pin_key);
     if (pin == pinned.end()) {
-      const Layouts representative = make_layouts(args, bucket);
-      pin = pinned.emplace(pin_key, candidates(desc, representative, alignments, args, bucket).front().value)
+      const Layouts representative = make_layouts(args, kReferenceRows);
+      pin = pinned
+                .emplace(pin_key, heuristic_choice(desc, representative, alignments, args, kReferenceRows))
                 .first;
     }
+    const int64_t bucket = static_cast<int64_t>(
+        std::bit_ceil(static_cast<uint64_t>(std::max(args.m, kMinBucketRows))));
 
     Layouts layouts = make_layouts(args, args.m);
     cublasLtMatmulAlgo_t algo = pin->second;
-    if (tuning.timed) {
-      auto found = tuned.find({pin_key, bucket});
-      if (found == tuned.end() && tuning_possible(stream)) {
-        found = tuned.emplace(std::pair{pin_key, bucket},
-                              tune(args, desc, alignments, pin->second, bucket, stream)).first;
+    if (bucket < kReferenceRows) {
+      // While the stream is captured the check cannot run: the reference, and the bucket is
+      // decided at its first direct call.
+      auto found = bucket_algorithms.find({pin_key, bucket});
+      if (found == bucket_algorithms.end() && bit_check_possible(stream)) {
+        found = bucket_algorithms
+                    .emplace(std::pair{pin_key, bucket},
+                             choose_for_bucket(args, desc, alignments, pin_key, pin->second, bucket, stream))
+                    .first;
       }
-      if (found != tuned.end() && runs(desc, layouts, found->second)) algo = found->second;
+      if (found != bucket_algorithms.end() && runs(desc, layouts, found->second)) algo = found->second;
     }
     if (!runs(desc, layouts, algo)) {
       std::fprintf(
@@ -292,14 +293,13 @@ struct Gemm::Impl {
           static_cast<long long>(args.n), static_cast<long long>(args.k),
           static_cast<long long>(args.m), static_cast<long long>(args.lda),
           static_cast<long long>(args.ldc), alignments.a, alignments.c);
-      algo = candidates(desc, layouts, alignments, args, args.m).front().value;
+      algo = heuristic_choice(desc, layouts, alignments, args, args.m);
     }
     return plans.emplace(key, CallPlan{std::move(layouts), algo}).first->second;
   }
 };
 
-Gemm::Gemm(uint64_t workspace_bytes, GemmTuning tuning) : impl_(std::make_unique<Impl>()) {
-  impl_->tuning = tuning;
+Gemm::Gemm(uint64_t workspace_bytes) : impl_(std::make_unique<Impl>()) {
   MOSAIC_CUBLAS_CHECK(cublasLtCreate(&impl_->handle));
   if (workspace_bytes > 0) {
     const cudaError_t status = cudaMalloc(&impl_->workspace, workspace_bytes);
@@ -326,7 +326,7 @@ Gemm::~Gemm() {
 
 uint64_t Gemm::workspace_bytes() const { return impl_->workspace_bytes; }
 
-const std::vector<GemmTuningRecord>& Gemm::tuning_records() const { return impl_->tuning_records; }
+const std::vector<GemmBucketChoice>& Gemm::bucket_choices() const { return impl_->bucket_choices; }
 
 void Gemm::run(const GemmArgs& args, cudaStream_t stream) {
   GEMM_REQUIRE(args.m >= 0 && args.n > 0 && args.k > 0);

@@ -5,12 +5,12 @@
 // the product's epilogue, cuBLASLt's beta = 1 with C and D the same matrix).
 //
 // Determinism (ARCHITECTURE.md, "Exactness"): a (n, k, dtypes) computes the bits of one
-// reference algorithm — cuBLASLt's first heuristic choice at the first m seen, no split-K — for
-// every m, so row-chunked products are bit-identical to unchunked ones.
-// Which algorithm runs: with GemmTuning::timed (the engine's default), per power-of-two bucket of
-// m, the fastest of cuBLASLt's split-K-free candidates whose output on the bucket's first call is
-// bit-identical to the reference's (gemm_tuning.h), for products of at least min_call_ms;
-// otherwise the reference itself. Both compute the same bits.
+// reference algorithm for every m — cuBLASLt's first heuristic choice for kReferenceRows rows,
+// no split-K, whatever m the shape sees first — so row-chunked products are bit-identical to
+// unchunked ones. Products of at least kReferenceRows rows run the reference. A smaller power-of-
+// two bucket of rows runs cuBLASLt's own first choice for the bucket (smaller tiles, more CTAs)
+// when that choice computed the reference's bits on the bucket's first call (gemm_bit_check.h),
+// else the reference (docs/design/gemm-algorithms.md).
 // A Gemm serves one host thread and one stream at a time: its calls share one workspace.
 #pragma once
 
@@ -34,29 +34,32 @@ struct GemmArgs {
   bool accumulate = false;                     // C += product (no bias with it)
 };
 
-// How a call's algorithm is chosen (above).
-struct GemmTuning {
-  bool timed = true;         // false: always the reference (cuBLASLt's first choice)
-  double min_call_ms = 1.0;  // products whose reference call is faster keep the reference
-};
-
-struct GemmTuningRecord;  // gemm_tuning.h
-
 inline constexpr uint64_t kDefaultGemmWorkspaceBytes = uint64_t{32} << 20;
+// The row count whose heuristic choice is a shape's reference algorithm (above).
+inline constexpr int64_t kReferenceRows = 4096;
+
+// How a row bucket below kReferenceRows chose its algorithm (Gemm::bucket_choices).
+struct GemmBucketChoice {
+  int64_t n = 0, k = 0, bucket = 0;
+  DType c_dtype = DType::bf16;
+  bool bias = false;
+  bool own_choice_differs = false;  // cuBLASLt's first choice for the bucket is not the reference
+  bool same_bits = false;           // and it computed the reference's bits on the first call
+  bool uses_own_choice() const { return own_choice_differs && same_bits; }
+};
 
 class Gemm {
  public:
   // `workspace_bytes` of device memory is allocated once (counted in the engine's budget).
-  explicit Gemm(uint64_t workspace_bytes = kDefaultGemmWorkspaceBytes,
-                GemmTuning tuning = GemmTuning{});
+  explicit Gemm(uint64_t workspace_bytes = kDefaultGemmWorkspaceBytes);
   ~Gemm();
   Gemm(const Gemm&) = delete;
   Gemm& operator=(const Gemm&) = delete;
 
   void run(const GemmArgs& args, cudaStream_t stream);
   uint64_t workspace_bytes() const;
-  // One record per shape tuned so far, in the order they were pinned.
-  const std::vector<GemmTuningRecord>& tuning_records() const;
+  // One per (shape, bucket below kReferenceRows) seen so far, in the order they were first seen.
+  const std::vector<GemmBucketChoice>& bucket_choices() const;
 
  private:
   struct Impl;

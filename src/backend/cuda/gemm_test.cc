@@ -17,7 +17,6 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/device.h"
-#include "backend/cuda/gemm_tuning.h"
 #include "core/half.h"
 
 namespace mosaic::cuda {
@@ -131,10 +130,6 @@ struct Problem {
   }
 };
 
-// Tuning for every product, however short (the engine tunes only products of a millisecond and
-// more), so that the tests below exercise it: tuned row chunks, tuned accumulation.
-constexpr GemmTuning kAlwaysTuned{.timed = true, .min_call_ms = 0.0};
-
 class CudaGemm : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -213,13 +208,13 @@ class StderrCapture {
 };
 
 // The determinism contract of gemm.h: rows [0, m1) and [m1, m) in two calls equal the rows of
-// one call, bit for bit (each row bucket tuned on its own first call), and no call needed a
-// different algorithm from the pinned one.
+// one call, bit for bit (row buckets below kReferenceRows may run their own algorithm), and no
+// call needed a different algorithm from the pinned one.
 void expect_row_chunks_bit_identical(const Shape& shape, std::initializer_list<int64_t> splits,
                                      bool chunk_first) {
   SCOPED_TRACE(describe(shape) + (chunk_first ? ", chunk first" : ", whole first"));
   Problem whole(shape, 20), chunked(shape, 20);
-  Gemm gemm(kDefaultGemmWorkspaceBytes, kAlwaysTuned);
+  Gemm gemm;
   StderrCapture capture;
   if (!chunk_first) gemm.run(whole.args(0, shape.m), nullptr);
   for (const int64_t m1 : splits) {
@@ -263,10 +258,12 @@ TEST_F(CudaGemm, RowChunksAreBitIdenticalAtModelShapes) {
                                   {1000, 1537}, false);
   expect_row_chunks_bit_identical({1024, 4096, 4096, 4096, 4096, 4096, DType::bf16, false},
                                   {384, 1000}, false);
-  // Chunks in row buckets far apart (512 and 8192 rows), each tuned on its own first call: the
-  // reference's bits in every bucket. (At 4k and 32k rows cuBLASLt's first choices differ.)
-  expect_row_chunks_bit_identical({8192, 4096, 4096, 4096, 4096, 4096, DType::bf16, false},
-                                  {300, 4000}, true);
+  // Chunks in row buckets far apart (512 rows: the bucket's own choice where it has the
+  // reference's bits; 4096 and 8192: the reference), small ones first and last.
+  for (const bool chunk_first : {true, false}) {
+    expect_row_chunks_bit_identical({8192, 4096, 4096, 4096, 4096, 4096, DType::bf16, false},
+                                    {300, 4000}, chunk_first);
+  }
 }
 
 // accumulate (the residual add fused into the o / down projections): C = C_old + A B^T, with C_old
@@ -283,7 +280,7 @@ TEST_F(CudaGemm, AccumulateAddsTheProductToC) {
   Problem whole(shape, 30), chunked(shape, 30);
   for (Problem* p : {&whole, &chunked})
     MOSAIC_CUDA_CHECK(cudaMemcpy(p->c_dev.get(), start.data(), start.size() * 2, cudaMemcpyHostToDevice));
-  Gemm gemm(kDefaultGemmWorkspaceBytes, kAlwaysTuned);
+  Gemm gemm;
   GemmArgs args = whole.args(0, shape.m);
   args.accumulate = true;
   gemm.run(args, nullptr);
@@ -306,74 +303,51 @@ TEST_F(CudaGemm, EmptyProductDoesNothing) {
   EXPECT_EQ(gemm.workspace_bytes(), kDefaultGemmWorkspaceBytes);
 }
 
-// Tuning (gemm_tuning.h) chooses among algorithms by speed only: a timed Gemm computes the bits of
-// one that pins cuBLASLt's first choice, for plain, bias, f32 and accumulating products at the
-// models' shapes. An accumulating product ends as C before the call plus one product: the
-// tuning's timing runs added into C and restored it.
-TEST_F(CudaGemm, TunedProductsHaveTheHeuristicChoicesBits) {
-  const Shape shapes[] = {
-      {1024, 4096, 4096, 4096, 4096, 4096, DType::bf16, false},     // LLaDA q/k/v/o
-      {1024, 4096, 12288, 12288, 12288, 4096, DType::bf16, false},  // LLaDA down
-      {1536, 512, 3584, 3584, 3584, 512, DType::bf16, true},        // Dream k/v
-      {1024, 4096, 4096, 4096, 4096, 4096, DType::f32, false},      // the head's logit chunks
-  };
-  for (const Shape& shape : shapes) {
-    for (const bool accumulate : {false, true}) {
-      if (accumulate && (shape.bias || shape.c_dtype == DType::f32)) continue;  // never asked
-      SCOPED_TRACE(describe(shape) + (accumulate ? ", accumulate" : ""));
-      Problem tuned(shape, 40), first(shape, 40);
-      if (accumulate) {
-        const std::vector<uint16_t> start = random_bf16(shape.m * shape.ldc, 41);
-        for (Problem* p : {&tuned, &first})
-          MOSAIC_CUDA_CHECK(cudaMemcpy(p->c_dev.get(), start.data(), start.size() * 2, cudaMemcpyHostToDevice));
-      }
-      Gemm timed(kDefaultGemmWorkspaceBytes, kAlwaysTuned);
-      Gemm heuristic(kDefaultGemmWorkspaceBytes, GemmTuning{.timed = false});
-      GemmArgs args = tuned.args(0, shape.m);
-      args.accumulate = accumulate;
-      timed.run(args, nullptr);
-      args = first.args(0, shape.m);
-      args.accumulate = accumulate;
-      heuristic.run(args, nullptr);
-      EXPECT_EQ(tuned.c_dev.download(), first.c_dev.download());
-      EXPECT_TRUE(heuristic.tuning_records().empty());
-      // cuBLASLt offers several candidates at these shapes on every GPU we know; with one there
-      // is nothing to tune and no record.
-      ASSERT_LE(timed.tuning_records().size(), 1u);
-      if (timed.tuning_records().empty()) continue;
-      const GemmTuningRecord& record = timed.tuning_records().front();
-      EXPECT_EQ(record.m, shape.m);
-      EXPECT_EQ(record.accumulate, accumulate);
-      ASSERT_LT(record.chosen, record.ms.size());
-      EXPECT_TRUE(record.timed);
-      EXPECT_TRUE(record.ran[record.chosen] && record.same_bits[record.chosen]);
-      EXPECT_GT(record.ms[record.chosen], 0.0);
-      EXPECT_TRUE(record.same_bits[0]);
-    }
-  }
+// Row buckets below kReferenceRows are decided once, on their first call, and recorded; larger
+// products run the reference and add no record.
+TEST_F(CudaGemm, SmallRowBucketsAreDecidedOnceOnTheirFirstCall) {
+  const Shape shape{5000, 4096, 4096, 4096, 4096, 4096, DType::bf16, false};
+  Problem problem(shape, 60);
+  Gemm gemm;
+  gemm.run(problem.args(0, 300), nullptr);
+  gemm.run(problem.args(300, 600), nullptr);
+  gemm.run(problem.args(0, shape.m), nullptr);
+  ASSERT_EQ(gemm.bucket_choices().size(), 1u);
+  const GemmBucketChoice& choice = gemm.bucket_choices().front();
+  EXPECT_EQ(choice.bucket, 512);
+  EXPECT_EQ(choice.n, 4096);
+  EXPECT_EQ(choice.k, 4096);
+  // Without a differing choice there is nothing to check.
+  if (!choice.own_choice_differs) EXPECT_FALSE(choice.same_bits);
 }
 
-// A shape first seen while its stream is captured into a CUDA graph is not tuned (tuning
-// synchronises, which would invalidate the capture): the capture succeeds and the replay computes
-// the heuristic choice's bits.
-TEST_F(CudaGemm, NoTuningWhileTheStreamIsCaptured) {
-  const Shape shape{512, 1024, 1024, 1024, 1024, 1024, DType::bf16, false};
-  Problem captured(shape, 50), direct(shape, 50);
+// A bucket first seen while its stream is captured into a CUDA graph runs the reference (the bit
+// check synchronises, which would invalidate the capture): the capture succeeds, the replay
+// computes the reference's bits, and the bucket is decided at its first direct call.
+TEST_F(CudaGemm, NoBitCheckWhileTheStreamIsCaptured) {
+  // 600 rows captured, then 700 rows directly (another call of the same bucket, 1024): A's and
+  // B's first rows are the same random values, so C's first 600 rows must be equal.
+  const Shape captured_shape{600, 1024, 1024, 1024, 1024, 1024, DType::bf16, false};
+  const Shape direct_shape{700, 1024, 1024, 1024, 1024, 1024, DType::bf16, false};
+  Problem captured(captured_shape, 50), direct(direct_shape, 50);
   cudaStream_t stream = nullptr;
   MOSAIC_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  Gemm timed(kDefaultGemmWorkspaceBytes, kAlwaysTuned);
+  Gemm gemm;
   MOSAIC_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  timed.run(captured.args(0, shape.m), stream);
+  gemm.run(captured.args(0, captured_shape.m), stream);
   cudaGraph_t graph = nullptr;
   ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
-  EXPECT_TRUE(timed.tuning_records().empty());
+  EXPECT_TRUE(gemm.bucket_choices().empty());
   cudaGraphExec_t exec = nullptr;
   MOSAIC_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
   MOSAIC_CUDA_CHECK(cudaGraphLaunch(exec, stream));
   MOSAIC_CUDA_CHECK(cudaStreamSynchronize(stream));
-  Gemm heuristic(kDefaultGemmWorkspaceBytes, GemmTuning{.timed = false});
-  heuristic.run(direct.args(0, shape.m), nullptr);
-  EXPECT_EQ(captured.c_dev.download(), direct.c_dev.download());
+  gemm.run(direct.args(0, direct_shape.m), nullptr);
+  ASSERT_EQ(gemm.bucket_choices().size(), 1u);
+  EXPECT_EQ(gemm.bucket_choices().front().bucket, 1024);
+  std::vector<uint8_t> from_graph = captured.c_dev.download(), from_direct = direct.c_dev.download();
+  from_direct.resize(from_graph.size());
+  EXPECT_EQ(from_graph, from_direct);
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaStreamDestroy(stream);

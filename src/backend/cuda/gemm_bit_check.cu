@@ -1,0 +1,126 @@
+// Comparing two cuBLASLt algorithms' outputs on one call (gemm_bit_check.h).
+#include "backend/cuda/gemm_bit_check.h"
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "backend/cuda/cuda_check.h"
+
+namespace mosaic::cuda {
+namespace {
+
+__device__ uint64_t mix64(uint64_t x) {  // splitmix64's finaliser
+  x ^= x >> 30, x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27, x *= 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// An order-independent hash of rows x halves 16-bit values (row stride `stride` halves): the
+// sum of mix(position, value).
+__global__ void hash_halves_kernel(const uint16_t* __restrict__ c, int64_t rows, int64_t halves,
+                                   int64_t stride, unsigned long long* out) {
+  unsigned long long local = 0;
+  const int64_t total = rows * halves;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t row = i / halves, col = i - row * halves;
+    local += mix64((static_cast<uint64_t>(i) << 16) | c[row * stride + col]);
+  }
+  for (int offset = 16; offset > 0; offset /= 2) local += __shfl_down_sync(0xffffffffu, local, offset);
+  if ((threadIdx.x & 31) == 0 && local != 0) atomicAdd(out, local);
+}
+
+struct LayoutDeleter {
+  void operator()(cublasLtMatrixLayoutOpaque_t* layout) const {
+    if (layout != nullptr) cublasLtMatrixLayoutDestroy(layout);
+  }
+};
+using Layout = std::unique_ptr<cublasLtMatrixLayoutOpaque_t, LayoutDeleter>;
+
+Layout layout(cudaDataType_t type, int64_t rows, int64_t cols, int64_t ld) {
+  cublasLtMatrixLayout_t made = nullptr;
+  if (cublasLtMatrixLayoutCreate(&made, type, static_cast<uint64_t>(rows),
+                                 static_cast<uint64_t>(cols), ld) != CUBLAS_STATUS_SUCCESS) {
+    return nullptr;
+  }
+  return Layout(made);
+}
+
+}  // namespace
+
+bool bit_check_possible(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &status) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return status == cudaStreamCaptureStatusNone;
+}
+
+bool same_bits_on_call(const BitCheckCall& call, const cublasLtMatmulAlgo_t& reference,
+                       const cublasLtMatmulAlgo_t& candidate) {
+  const GemmArgs& args = call.args;
+  if (args.m <= 0) return false;
+  // The call's layouts (cuBLASLt's column-major view, gemm.cu's top comment).
+  const cudaDataType_t c_type = args.c_dtype == DType::f32 ? CUDA_R_32F : CUDA_R_16BF;
+  const Layout weight = layout(CUDA_R_16BF, args.k, args.n, args.ldb);
+  const Layout activation = layout(CUDA_R_16BF, args.k, args.m, args.lda);
+  const Layout output = layout(c_type, args.n, args.m, args.ldc);
+  if (!weight || !activation || !output) return false;
+  const auto runs_here = [&](const cublasLtMatmulAlgo_t& algo) {
+    cublasLtMatmulHeuristicResult_t check{};
+    return cublasLtMatmulAlgoCheck(call.handle, call.desc, weight.get(), activation.get(),
+                                   output.get(), output.get(), &algo, &check) ==
+               CUBLAS_STATUS_SUCCESS &&
+           check.workspaceSize <= call.workspace_bytes;
+  };
+  if (!runs_here(reference) || !runs_here(candidate)) return false;
+
+  const size_t c_size = args.c_dtype == DType::f32 ? 4 : 2;
+  const size_t c_span = (static_cast<size_t>(args.m - 1) * args.ldc + args.n) * c_size;
+  std::vector<unsigned char> saved;  // C before the call, when the call adds into it
+  if (args.accumulate) {
+    saved.resize(c_span);
+    MOSAIC_CUDA_CHECK(cudaMemcpyAsync(saved.data(), args.c, c_span, cudaMemcpyDeviceToHost, call.stream));
+    MOSAIC_CUDA_CHECK(cudaStreamSynchronize(call.stream));
+  }
+  const auto restore = [&] {
+    if (args.accumulate) {
+      MOSAIC_CUDA_CHECK(cudaMemcpyAsync(args.c, saved.data(), c_span, cudaMemcpyHostToDevice, call.stream));
+    }
+  };
+
+  unsigned long long* hash_device = nullptr;
+  MOSAIC_CUDA_CHECK(cudaMalloc(&hash_device, sizeof(unsigned long long)));
+  const float alpha = 1.0f, beta = args.accumulate ? 1.0f : 0.0f;
+  // The product of `algo` from C as the call found it, hashed; false when cuBLASLt refuses.
+  const auto hash_of = [&](const cublasLtMatmulAlgo_t& algo, unsigned long long* hash) {
+    restore();
+    if (cublasLtMatmul(call.handle, call.desc, &alpha, args.b, weight.get(), args.a,
+                       activation.get(), &beta, args.c, output.get(), args.c, output.get(), &algo,
+                       call.workspace, call.workspace_bytes, call.stream) != CUBLAS_STATUS_SUCCESS) {
+      return false;
+    }
+    MOSAIC_CUDA_CHECK(cudaMemsetAsync(hash_device, 0, sizeof(unsigned long long), call.stream));
+    const int64_t halves = args.n * static_cast<int64_t>(c_size) / 2;
+    const int64_t stride = args.ldc * static_cast<int64_t>(c_size) / 2;
+    const int64_t blocks = std::min<int64_t>((args.m * halves + 255) / 256, 2048);
+    hash_halves_kernel<<<static_cast<unsigned>(blocks), 256, 0, call.stream>>>(
+        static_cast<const uint16_t*>(args.c), args.m, halves, stride, hash_device);
+    MOSAIC_CUDA_CHECK_LAUNCH();
+    MOSAIC_CUDA_CHECK(cudaMemcpyAsync(hash, hash_device, sizeof(*hash), cudaMemcpyDeviceToHost, call.stream));
+    MOSAIC_CUDA_CHECK(cudaStreamSynchronize(call.stream));
+    return true;
+  };
+  // The candidate first, so that a plain product ends holding the reference's output.
+  unsigned long long candidate_hash = 0, reference_hash = 0;
+  const bool same = hash_of(candidate, &candidate_hash) && hash_of(reference, &reference_hash) &&
+                    candidate_hash == reference_hash;
+  restore();
+  MOSAIC_CUDA_CHECK(cudaStreamSynchronize(call.stream));
+  cudaFree(hash_device);
+  return same;
+}
+
+}  // namespace mosaic::cuda

@@ -1,0 +1,37 @@
+// Does another cuBLASLt algorithm compute the same bits as a shape's reference algorithm on one
+// call? (docs/design/gemm-algorithms.md.)
+//
+// Both run on the call's own operands, into the call's own C, and the two outputs' hashes are
+// compared. A product that accumulates into C (the residual add) has C copied to host memory
+// first and restored before each run and at the end, so no device memory beyond the engine's
+// budget is taken and the call finds C as it was.
+#pragma once
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "backend/cuda/gemm.h"
+
+namespace mosaic::cuda {
+
+struct BitCheckCall {
+  cublasLtHandle_t handle = nullptr;
+  cublasLtMatmulDesc_t desc = nullptr;  // with the bias pointer already set, if any
+  GemmArgs args;                        // the real call: operands, strides, accumulate
+  void* workspace = nullptr;
+  uint64_t workspace_bytes = 0;
+  cudaStream_t stream = nullptr;
+};
+
+// Whether the stream may synchronise now (it is not being captured into a CUDA graph).
+bool bit_check_possible(cudaStream_t stream);
+
+// True when both algorithms run the call and their outputs are equal bit for bit (equal hashes
+// of every element; a difference anywhere is missed with probability ~2^-64). Leaves C as the
+// call found it when the call accumulates, otherwise holding the (reference's) product.
+bool same_bits_on_call(const BitCheckCall& call, const cublasLtMatmulAlgo_t& reference,
+                       const cublasLtMatmulAlgo_t& candidate);
+
+}  // namespace mosaic::cuda
