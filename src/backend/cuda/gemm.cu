@@ -227,11 +227,11 @@ struct Gemm::Impl {
   // A bucket below kReferenceRows: cuBLASLt's first choice for it where that computes the
   // reference's bits on this call (its first), else the reference.
   cublasLtMatmulAlgo_t choose_for_bucket(const GemmArgs& args, cublasLtMatmulDesc_t desc,
-                                         const Alignments& alignments, const PinKey& pin_key,
-                                         const cublasLtMatmulAlgo_t& reference, int64_t bucket,
-                                         cudaStream_t stream) {
-    const Layouts layouts = make_layouts(args, bucket);
-    const cublasLtMatmulAlgo_t own = heuristic_choice(desc, layouts, alignments, args, bucket);
+                                         const Layouts& layouts, const Alignments& alignments,
+                                         const PinKey& pin_key, const cublasLtMatmulAlgo_t& reference,
+                                         int64_t bucket, cudaStream_t stream) {
+    const Layouts representative = make_layouts(args, bucket);
+    const cublasLtMatmulAlgo_t own = heuristic_choice(desc, representative, alignments, args, bucket);
     GemmBucketChoice choice;
     std::tie(choice.n, choice.k, choice.c_dtype, choice.bias) = pin_key;
     choice.bucket = bucket;
@@ -239,6 +239,8 @@ struct Gemm::Impl {
     if (choice.own_choice_differs) {
       BitCheckCall call;
       call.handle = handle, call.desc = desc, call.args = args;
+      call.weight = layouts.weight.get(), call.activation = layouts.activation.get();
+      call.output = layouts.output.get();
       call.workspace = workspace, call.workspace_bytes = workspace_bytes, call.stream = stream;
       choice.same_bits = same_bits_on_call(call, reference, own);
     }
@@ -279,7 +281,8 @@ struct Gemm::Impl {
       if (found == bucket_algorithms.end() && bit_check_possible(stream)) {
         found = bucket_algorithms
                     .emplace(std::pair{pin_key, bucket},
-                             choose_for_bucket(args, desc, alignments, pin_key, pin->second, bucket, stream))
+                             choose_for_bucket(args, desc, layouts, alignments, pin_key, pin->second,
+                                               bucket, stream))
                     .first;
       }
       if (found != bucket_algorithms.end() && runs(desc, layouts, found->second)) algo = found->second;

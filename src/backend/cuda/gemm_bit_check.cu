@@ -2,7 +2,6 @@
 #include "backend/cuda/gemm_bit_check.h"
 
 #include <algorithm>
-#include <memory>
 #include <vector>
 
 #include "backend/cuda/cuda_check.h"
@@ -31,22 +30,6 @@ __global__ void hash_halves_kernel(const uint16_t* __restrict__ c, int64_t rows,
   if ((threadIdx.x & 31) == 0 && local != 0) atomicAdd(out, local);
 }
 
-struct LayoutDeleter {
-  void operator()(cublasLtMatrixLayoutOpaque_t* layout) const {
-    if (layout != nullptr) cublasLtMatrixLayoutDestroy(layout);
-  }
-};
-using Layout = std::unique_ptr<cublasLtMatrixLayoutOpaque_t, LayoutDeleter>;
-
-Layout layout(cudaDataType_t type, int64_t rows, int64_t cols, int64_t ld) {
-  cublasLtMatrixLayout_t made = nullptr;
-  if (cublasLtMatrixLayoutCreate(&made, type, static_cast<uint64_t>(rows),
-                                 static_cast<uint64_t>(cols), ld) != CUBLAS_STATUS_SUCCESS) {
-    return nullptr;
-  }
-  return Layout(made);
-}
-
 }  // namespace
 
 bool bit_check_possible(cudaStream_t stream) {
@@ -62,16 +45,10 @@ bool same_bits_on_call(const BitCheckCall& call, const cublasLtMatmulAlgo_t& ref
                        const cublasLtMatmulAlgo_t& candidate) {
   const GemmArgs& args = call.args;
   if (args.m <= 0) return false;
-  // The call's layouts (cuBLASLt's column-major view, gemm.cu's top comment).
-  const cudaDataType_t c_type = args.c_dtype == DType::f32 ? CUDA_R_32F : CUDA_R_16BF;
-  const Layout weight = layout(CUDA_R_16BF, args.k, args.n, args.ldb);
-  const Layout activation = layout(CUDA_R_16BF, args.k, args.m, args.lda);
-  const Layout output = layout(c_type, args.n, args.m, args.ldc);
-  if (!weight || !activation || !output) return false;
   const auto runs_here = [&](const cublasLtMatmulAlgo_t& algo) {
     cublasLtMatmulHeuristicResult_t check{};
-    return cublasLtMatmulAlgoCheck(call.handle, call.desc, weight.get(), activation.get(),
-                                   output.get(), output.get(), &algo, &check) ==
+    return cublasLtMatmulAlgoCheck(call.handle, call.desc, call.weight, call.activation,
+                                   call.output, call.output, &algo, &check) ==
                CUBLAS_STATUS_SUCCESS &&
            check.workspaceSize <= call.workspace_bytes;
   };
@@ -97,8 +74,8 @@ bool same_bits_on_call(const BitCheckCall& call, const cublasLtMatmulAlgo_t& ref
   // The product of `algo` from C as the call found it, hashed; false when cuBLASLt refuses.
   const auto hash_of = [&](const cublasLtMatmulAlgo_t& algo, unsigned long long* hash) {
     restore();
-    if (cublasLtMatmul(call.handle, call.desc, &alpha, args.b, weight.get(), args.a,
-                       activation.get(), &beta, args.c, output.get(), args.c, output.get(), &algo,
+    if (cublasLtMatmul(call.handle, call.desc, &alpha, args.b, call.weight, args.a,
+                       call.activation, &beta, args.c, call.output, args.c, call.output, &algo,
                        call.workspace, call.workspace_bytes, call.stream) != CUBLAS_STATUS_SUCCESS) {
       return false;
     }

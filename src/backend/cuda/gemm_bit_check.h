@@ -20,6 +20,8 @@ struct BitCheckCall {
   cublasLtHandle_t handle = nullptr;
   cublasLtMatmulDesc_t desc = nullptr;  // with the bias pointer already set, if any
   GemmArgs args;                        // the real call: operands, strides, accumulate
+  // The call's layouts in cuBLASLt's column-major view (gemm.cu's top comment), for args.m rows.
+  cublasLtMatrixLayout_t weight = nullptr, activation = nullptr, output = nullptr;
   void* workspace = nullptr;
   uint64_t workspace_bytes = 0;
   cudaStream_t stream = nullptr;
