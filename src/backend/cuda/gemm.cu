@@ -236,7 +236,7 @@ struct Gemm::Impl {
     std::tie(choice.n, choice.k, choice.c_dtype, choice.bias) = pin_key;
     choice.bucket = bucket;
     choice.own_choice_differs = std::memcmp(&own, &reference, sizeof(own)) != 0;
-    if (choice.own_choice_differs) {
+    if (choice.own_choice_differs && runs(desc, layouts, own) && runs(desc, layouts, reference)) {
       BitCheckCall call;
       call.handle = handle, call.desc = desc, call.args = args;
       call.weight = layouts.weight.get(), call.activation = layouts.activation.get();
@@ -285,7 +285,9 @@ struct Gemm::Impl {
                                                bucket, stream))
                     .first;
       }
-      if (found != bucket_algorithms.end() && runs(desc, layouts, found->second)) algo = found->second;
+      if (found != bucket_algorithms.end() && runs(desc, layouts, found->second)) {
+        return plans.emplace(key, CallPlan{std::move(layouts), found->second}).first->second;
+      }
     }
     if (!runs(desc, layouts, algo)) {
       std::fprintf(

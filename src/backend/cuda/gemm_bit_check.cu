@@ -45,15 +45,6 @@ bool same_bits_on_call(const BitCheckCall& call, const cublasLtMatmulAlgo_t& ref
                        const cublasLtMatmulAlgo_t& candidate) {
   const GemmArgs& args = call.args;
   if (args.m <= 0) return false;
-  const auto runs_here = [&](const cublasLtMatmulAlgo_t& algo) {
-    cublasLtMatmulHeuristicResult_t check{};
-    return cublasLtMatmulAlgoCheck(call.handle, call.desc, call.weight, call.activation,
-                                   call.output, call.output, &algo, &check) ==
-               CUBLAS_STATUS_SUCCESS &&
-           check.workspaceSize <= call.workspace_bytes;
-  };
-  if (!runs_here(reference) || !runs_here(candidate)) return false;
-
   const size_t c_size = args.c_dtype == DType::f32 ? 4 : 2;
   const size_t c_span = (static_cast<size_t>(args.m - 1) * args.ldc + args.n) * c_size;
   std::vector<unsigned char> saved;  // C before the call, when the call adds into it

@@ -30,8 +30,9 @@ struct BitCheckCall {
 // Whether the stream may synchronise now (it is not being captured into a CUDA graph).
 bool bit_check_possible(cudaStream_t stream);
 
-// True when both algorithms run the call and their outputs are equal bit for bit (equal hashes
-// of every element; a difference anywhere is missed with probability ~2^-64). Leaves C as the
+// True when the outputs of both algorithms are equal bit for bit (equal hashes of every element;
+// a difference anywhere is missed with probability ~2^-64). Both must run the call
+// (cublasLtMatmulAlgoCheck; the Gemm asks before); false if cuBLASLt refuses either anyway. Leaves C as the
 // call found it when the call accumulates, otherwise holding the (reference's) product.
 bool same_bits_on_call(const BitCheckCall& call, const cublasLtMatmulAlgo_t& reference,
                        const cublasLtMatmulAlgo_t& candidate);
