@@ -80,14 +80,11 @@ float time_ms(Launch launch, int repeats) {
 }
 
 // One variant of the warp-specialised kernel.
-template <bool kSkipUnitRescale, bool kQInRegisters, bool kTmaLoads, bool kSumUnroundedP = false,
-          bool kPairedLoads = false>
+template <bool kSkipUnitRescale, bool kQInRegisters, bool kTmaLoads,
+          hopper::RowSum kRowSum = hopper::RowSum::rounded_alu, bool kPairedLoads = false>
 float time_ws(const AttentionArgs& args, int repeats) {
   return time_ms(
-      [&] {
-        hopper::WsVariant<kSkipUnitRescale, kQInRegisters, kTmaLoads, kSumUnroundedP, kPairedLoads>::launch(args,
-                                                                                                          nullptr);
-      },
+      [&] { hopper::WsVariant<kSkipUnitRescale, kQInRegisters, kTmaLoads, kRowSum, kPairedLoads>::launch(args, nullptr); },
       repeats);
 }
 
@@ -212,17 +209,21 @@ void run_case(const Case& c, Mode mode) {
     if (c.head_dim == 128 && hopper_attention_available()) {  // the warp-specialised variants, sustained
       // Each after a pause, so that every variant starts at the same clock.
       auto pause = [] { std::this_thread::sleep_for(std::chrono::milliseconds(500)); };
-      float t[6];
+      float t[8];
       pause(), t[0] = time_ws<false, false, false>(args, repeats);
       pause(), t[1] = time_ws<true, true, false>(args, repeats);
       pause(), t[2] = time_ws<false, false, true>(args, repeats);
       pause(), t[3] = time_ws<true, true, true>(args, repeats);
-      pause(), t[4] = time_ws<true, true, true, true>(args, repeats);
-      pause(), t[5] = time_ws<true, true, true, true, true>(args, repeats);  // every model shape pairs up
-      std::printf(" | ws (skip unit rescale, Q in registers, TMA, sum unrounded P, paired CTAs) 00000 %6.1f"
-                  " 11000 %6.1f 00100 %6.1f 11100 %6.1f 11110 %6.1f 11111 %6.1f TFLOP/s",
+      pause(), t[4] = time_ws<true, true, true, hopper::RowSum::unrounded_alu>(args, repeats);
+      pause(), t[5] = time_ws<true, true, true, hopper::RowSum::unrounded_alu, true>(args, repeats);  // pairs
+      pause(), t[6] = time_ws<true, true, true, hopper::RowSum::rounded_mma>(args, repeats);
+      pause(), t[7] = time_ws<true, true, true, hopper::RowSum::rounded_mma, true>(args, repeats);
+      // Switches: skip unit rescale, Q in registers, TMA, row sum (0 rounded, ALU; 1 unrounded, ALU;
+      // 2 rounded, tensor cores), paired CTAs.
+      std::printf(" | ws 00000 %6.1f 11000 %6.1f 00100 %6.1f 11100 %6.1f 11110 %6.1f 11111 %6.1f"
+                  " 11120 %6.1f 11121 %6.1f TFLOP/s",
                   flops / t[0] / 1e9, flops / t[1] / 1e9, flops / t[2] / 1e9, flops / t[3] / 1e9, flops / t[4] / 1e9,
-                  flops / t[5] / 1e9);
+                  flops / t[5] / 1e9, flops / t[6] / 1e9, flops / t[7] / 1e9);
     }
     std::printf("\n");
   } else {
@@ -264,6 +265,7 @@ int main(int argc, char** argv) {
   mosaic::cuda::run_case({"check d128 gqa7", 1000, 14, 2, 128}, Mode::check);
   mosaic::cuda::run_case({"check d64", 777, 8, 8, 64}, Mode::check);
   mosaic::cuda::run_case({"check d128 2053 rows", 2053, 4, 4, 128}, Mode::check);
+  if (argc > 1 && std::string_view(argv[1]) == "check") return 0;  // the checks only
   for (int64_t length : {4096, 16384, 32768}) {
     mosaic::cuda::run_case({"LLaDA-8B (32/32 x 128)", length, 32, 32, 128}, Mode::time_all);
     mosaic::cuda::run_case({"Dream-7B (28/4 x 128)", length, 28, 4, 128}, Mode::time_all);

@@ -9,13 +9,15 @@
 
 namespace mosaic::cuda {
 
-// 1 / l for the row whose four shares of l the lanes of a quad hold (added in a fixed butterfly);
-// 0 for a row without keys, so that its output is zeros, not NaN.
+// 1 / l, or 0 for a row without keys, so that its output is zeros, not NaN.
+__device__ __forceinline__ float row_inverse(float total) { return total > 0.0f ? __frcp_rn(total) : 0.0f; }
+
+// 1 / l for the row whose four shares of l the lanes of a quad hold (added in a fixed butterfly).
 __device__ __forceinline__ float quad_row_inverse(float share) {
   float total = share;
   total = __fadd_rn(total, __shfl_xor_sync(0xffffffffu, total, 1));
   total = __fadd_rn(total, __shfl_xor_sync(0xffffffffu, total, 2));
-  return total > 0.0f ? __frcp_rn(total) : 0.0f;
+  return row_inverse(total);
 }
 
 // A warp's rows row0 .. row0 + 15 of a bf16 tile staged in shared memory (16-byte chunk `chunk`

@@ -50,6 +50,14 @@ constexpr int64_t kMaxGridZ = 65535;
 constexpr uint32_t kKVBytes = kBlockN * kHeadDim * 2;
 constexpr int kKStages = 2, kVStages = 3;  // see the main loop
 
+// How a row's normaliser l (the sum of its softmax weights) is added up, tile by tile:
+enum class RowSum {
+  rounded_alu,    // the bf16 weights P V uses, unpacked and added on the ALU (v5)
+  unrounded_alu,  // the fp32 weights before they are rounded, added on the ALU (v6: FlashAttention's)
+  rounded_mma,    // the bf16 weights on the tensor cores, P times a [keys x 8] matrix of ones issued
+                  // with P V (v8, workbench only): no adds on the ALU, but 8 more MMAs per tile
+};
+
 // A CTA of kGroups warpgroups owns 64 kGroups query rows.
 template <int kGroups>
 struct Tiling {
@@ -114,10 +122,20 @@ __device__ __forceinline__ uint64_t smem_descriptor(uint32_t address, uint32_t l
          (static_cast<uint64_t>(stride_bytes >> 4) << 32) | (uint64_t{1} << 62);
 }
 
+// The same without swizzle (layout type 0): core matrices of 8 rows x 16 contiguous bytes, the
+// leading and stride byte offsets between core matrices along K and along M / N.
+__device__ __forceinline__ uint64_t smem_descriptor_unswizzled(uint32_t address, uint32_t leading_bytes,
+                                                               uint32_t stride_bytes) {
+  return static_cast<uint64_t>((address & 0x3ffff) >> 4) |
+         (static_cast<uint64_t>(leading_bytes >> 4) << 16) |
+         (static_cast<uint64_t>(stride_bytes >> 4) << 32);
+}
+
 // Keeps the compiler from moving register reads or writes across the asynchronous MMA.
-__device__ __forceinline__ void fence_registers(float (&r)[64]) {
+template <int kCount>
+__device__ __forceinline__ void fence_registers(float (&r)[kCount]) {
 #pragma unroll
-  for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(r[i])::"memory");
+  for (int i = 0; i < kCount; ++i) asm volatile("" : "+f"(r[i])::"memory");
 }
 
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
@@ -183,6 +201,16 @@ __device__ __forceinline__ void wgmma_m64n128k16_rs_transposed_b(float (&d)[64],
       "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
       MOSAIC_WGMMA_D64 ", {%64, %65, %66, %67}, %68, 1, 1, 1, 1;\n"
       : MOSAIC_WGMMA_ACCUMULATORS(d)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+}
+
+// D [64 x 8] += A [64 x 16] B [16 x 8]; A in registers (the m16n8k16 A fragment per warp), B in
+// shared memory, K-major.
+__device__ __forceinline__ void wgmma_m64n8k16_rs(float (&d)[4], const uint32_t (&a)[4], uint64_t b) {
+  asm volatile(
+      "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, %8, 1, 1, 1, 0;\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
 }
 
@@ -279,6 +307,7 @@ static_assert(kBlockN / 8 == kNTiles && kHeadDim / 8 == kNTiles);
 struct RowBlock {
   float o[64];          // [n8 tile j][4]: rows quad_row (+8), columns 8j + 2 quad_col (+1)
   float s[64];          // scores of the current tile, then 2^(...) in place
+  float l[4];           // RowSum::rounded_mma: l of row quad_row in [0], [1], of quad_row + 8 in [2], [3]
   uint32_t p[kNTiles][2];  // bf16 P: the A operand of P V ([j][0] row quad_row, [j][1] + 8)
   float row_max[2], row_sum[2], alpha[2];  // rows quad_row and quad_row + 8
   float scale_log2;
@@ -287,6 +316,7 @@ struct RowBlock {
   __device__ __forceinline__ explicit RowBlock(float scale_log2_) : scale_log2(scale_log2_) {
 #pragma unroll
     for (int i = 0; i < 64; ++i) o[i] = 0.0f;
+    l[0] = l[1] = l[2] = l[3] = 0.0f;
     row_max[0] = row_max[1] = -INFINITY;
     row_sum[0] = row_sum[1] = 0.0f;
     alpha[0] = alpha[1] = 1.0f;
@@ -318,11 +348,21 @@ struct RowBlock {
   }
   // O += P V, issued and committed: k16 step kk covers keys 16kk..16kk+15, two 8-row groups
   // (2048 bytes) of every column block; column blocks (N) are kBlockN * 128 bytes apart (in v).
-  __device__ __forceinline__ void issue_values(uint64_t v) {
+  // With RowSum::rounded_mma also l += P 1 (`ones`: a [16 x 8] matrix of ones, the same for every
+  // k16 step), in the same commit group.
+  template <RowSum kRowSum = RowSum::rounded_alu>
+  __device__ __forceinline__ void issue_values(uint64_t v, uint64_t ones = 0) {
 #pragma unroll
     for (int kk = 0; kk < kBlockN / 16; ++kk) {
       const uint32_t a[4] = {p[2 * kk][0], p[2 * kk][1], p[2 * kk + 1][0], p[2 * kk + 1][1]};
       wgmma_m64n128k16_rs_transposed_b(o, a, v + ((kk * 2048) >> 4));
+    }
+    if constexpr (kRowSum == RowSum::rounded_mma) {
+#pragma unroll
+      for (int kk = 0; kk < kBlockN / 16; ++kk) {
+        const uint32_t a[4] = {p[2 * kk][0], p[2 * kk][1], p[2 * kk + 1][0], p[2 * kk + 1][1]};
+        wgmma_m64n8k16_rs(l, a, ones);
+      }
     }
     wgmma_commit();
   }
@@ -357,11 +397,11 @@ struct RowBlock {
       }
     }
   }
-  // Softmax, second half (once no P V in flight reads p or writes o): P rounded to bf16, the
-  // normaliser l = l alpha + rowsum P, O scaled by alpha. kSumUnroundedP (the engine's choice)
-  // sums the fp32 weights before they are rounded, as FlashAttention and cuDNN do and as the CPU
-  // kernel does in double; without it, l sums the rounded weights P V uses (one unpack per pair).
-  template <bool kSkipUnitRescale = false, bool kSumUnroundedP = false>
+  // Softmax, second half (once no P V in flight reads p or writes o or l): P rounded to bf16, the
+  // normaliser l = l alpha + rowsum P, O scaled by alpha. RowSum (above) says how rowsum P is
+  // added: on the ALU here, over the rounded or the unrounded weights, or on the tensor cores
+  // with P V (issue_values), where l is an accumulator scaled by alpha like O.
+  template <bool kSkipUnitRescale = false, RowSum kRowSum = RowSum::rounded_alu>
   __device__ __forceinline__ void round_and_rescale() {
     float tile_sum[2] = {0.0f, 0.0f};
 #pragma unroll
@@ -369,15 +409,17 @@ struct RowBlock {
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         p[j][half] = pack_bf16x2(s[4 * j + 2 * half], s[4 * j + 2 * half + 1]);
-        if constexpr (kSumUnroundedP) {
+        if constexpr (kRowSum == RowSum::unrounded_alu) {
           tile_sum[half] = __fadd_rn(tile_sum[half], __fadd_rn(s[4 * j + 2 * half], s[4 * j + 2 * half + 1]));
-        } else {
+        } else if constexpr (kRowSum == RowSum::rounded_alu) {
           tile_sum[half] = __fadd_rn(tile_sum[half], __fadd_rn(bf16_low(p[j][half]), bf16_high(p[j][half])));
         }
       }
     }
+    if constexpr (kRowSum != RowSum::rounded_mma) {
 #pragma unroll
-    for (int half = 0; half < 2; ++half) row_sum[half] = __fmaf_rn(row_sum[half], alpha[half], tile_sum[half]);
+      for (int half = 0; half < 2; ++half) row_sum[half] = __fmaf_rn(row_sum[half], alpha[half], tile_sum[half]);
+    }
     // Once a row's maximum has settled, alpha is exactly 1 (2^0) and O alpha = O: with
     // kSkipUnitRescale a warp skips the 64 multiplies when none of its rows needs them (no bit
     // changes).
@@ -389,15 +431,25 @@ struct RowBlock {
       o[4 * j + 2] = __fmul_rn(o[4 * j + 2], alpha[1]);
       o[4 * j + 3] = __fmul_rn(o[4 * j + 3], alpha[1]);
     }
+    if constexpr (kRowSum == RowSum::rounded_mma) {
+      l[0] = __fmul_rn(l[0], alpha[0]), l[1] = __fmul_rn(l[1], alpha[0]);
+      l[2] = __fmul_rn(l[2], alpha[1]), l[3] = __fmul_rn(l[3], alpha[1]);
+    }
   }
   // O / l rounded to bf16, staged through this warp's own 16 rows (warp_row0 ..) of the Q tile
   // (only this warpgroup's wgmmas read them, and they have completed), then stored 16 bytes per
   // lane to out (row r of the tile at out + r * out_stride); rows at or past q_valid are skipped.
-  template <int kQRows>
+  // With RowSum::rounded_mma every lane holds its rows' whole l (each column of P 1 is the row sum).
+  template <int kQRows, RowSum kRowSum = RowSum::rounded_alu>
   __device__ __forceinline__ void store(uint32_t q_tile, int warp_row0, int q_valid, __nv_bfloat16* out,
                                         int64_t out_stride) {
     const int quad_row = threadIdx.x % 32 / 4;
-    const float inv_sum[2] = {quad_row_inverse(row_sum[0]), quad_row_inverse(row_sum[1])};
+    float inv_sum[2];
+    if constexpr (kRowSum == RowSum::rounded_mma) {
+      inv_sum[0] = row_inverse(l[0]), inv_sum[1] = row_inverse(l[2]);
+    } else {
+      inv_sum[0] = quad_row_inverse(row_sum[0]), inv_sum[1] = quad_row_inverse(row_sum[1]);
+    }
     __syncwarp();
 #pragma unroll
     for (int j = 0; j < kNTiles; ++j) {
@@ -542,7 +594,9 @@ constexpr int kWsStages = 3;
 constexpr int kWsBlockM = 128;
 constexpr int kWsThreads = 384;
 constexpr uint32_t kWsQBytes = kWsBlockM * kHeadDim * 2;
-constexpr int kWsSharedBytes = 1024 + kWsQBytes + 2 * kWsStages * kKVBytes + 4 * kWsStages * 8;
+// RowSum::rounded_mma's B operand: two 8 x 8 core matrices of bf16 ones, unswizzled (256 bytes).
+constexpr uint32_t kOnesBytes = 256;
+constexpr int kWsSharedBytes = 1024 + kWsQBytes + 2 * kWsStages * kKVBytes + 128 + kOnesBytes;
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 // One warp copies half of a [kBlockN][kHeadDim] tile, rows [half * 64, half * 64 + 64): lane l
@@ -563,21 +617,21 @@ __device__ __forceinline__ void warp_copy_half_tile(uint32_t tile, const __nv_bf
 }
 #endif
 
-// The engine's kernel. Switches (the engine turns all four on; the workbench times the other
-// combinations):
+// The engine's kernel. Switches (the engine runs the first three on with RowSum::unrounded_alu,
+// paired from 64 query tiles up; the workbench times the other combinations):
 // kSkipUnitRescale — RowBlock::round_and_rescale skips O * alpha where alpha is 1 for the warp;
 // kQInRegisters — each warp loads its 16 Q rows into registers once and S reads A from them;
 // kTmaLoads — one producer warp loads each whole K/V tile with two TMA boxes (64 columns each,
 // from k_map / v_map) and arms the stage's full barrier with the byte count; a tile that runs
 // past its segment is copied by that warp with cp.async instead, so that its missing rows are
 // zeros. Without it, four warps copy with cp.async as described below;
-// kSumUnroundedP — the normaliser sums P before it is rounded (see RowBlock::round_and_rescale);
+// kRowSum — how the normaliser is added up (RowSum, above RowBlock);
 // kPairedLoads — launched in clusters of two CTAs along the query tiles (same head and segment,
 // so the same K/V tiles): each CTA's producer loads one of a tile's two TMA boxes and multicasts
 // it into both CTAs, halving what travels from L2; a stage is free again once the consumers of
 // both CTAs released it (the empty barriers count the eight consumer warps of each CTA). Needs
 // kTmaLoads and an even number of query tiles.
-template <bool kSkipUnitRescale, bool kQInRegisters, bool kTmaLoads, bool kSumUnroundedP = false,
+template <bool kSkipUnitRescale, bool kQInRegisters, bool kTmaLoads, RowSum kRowSum = RowSum::rounded_alu,
           bool kPairedLoads = false>
 __global__ void __launch_bounds__(kWsThreads, 1)
     flash_attention_ws_kernel(const KernelArgs args, int64_t segment_offset, const __grid_constant__ CUtensorMap k_map,
@@ -599,6 +653,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   const uint32_t k_tiles = q_tile + kWsQBytes;                  // [kWsStages]
   const uint32_t v_tiles = k_tiles + kWsStages * kKVBytes;      // [kWsStages]
   const uint32_t barriers = v_tiles + kWsStages * kKVBytes;     // 4 x [kWsStages] mbarriers
+  const uint32_t ones = barriers + 128;                          // kOnesBytes
   auto k_full = [&](int stage) { return barriers + 8 * stage; };
   auto k_empty = [&](int stage) { return barriers + 8 * (kWsStages + stage); };
   auto v_full = [&](int stage) { return barriers + 8 * (2 * kWsStages + stage); };
@@ -610,6 +665,12 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       const uint32_t consumers = kPairedLoads ? 16 : 256;
       mbarrier_init(k_full(stage), producers), mbarrier_init(v_full(stage), producers);
       mbarrier_init(k_empty(stage), consumers), mbarrier_init(v_empty(stage), consumers);
+    }
+  }
+  if constexpr (kRowSum == RowSum::rounded_mma) {  // warps 2 and 3 write the ones, bf16 1.0 = 0x3f80
+    if (threadIdx.x >= 64 && threadIdx.x < 64 + kOnesBytes / 4) {
+      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(ones + 4 * (threadIdx.x - 64)), "r"(0x3f803f80u));
+      fence_proxy_async();  // visible to wgmma's operand reads
     }
   }
   if constexpr (kPairedLoads) {
@@ -735,6 +796,14 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     return smem_descriptor(v_tiles, kBlockN * 128, 1024) + (t % kWsStages) * (kKVBytes >> 4);
   };
   auto landed = [&](int t) { return static_cast<uint32_t>((t / kWsStages) & 1); };
+  // Both k16 halves and the one 8-column group read the same 128 bytes of ones, whichever offset
+  // the hardware takes for which (each is 128 bytes, inside the 256 written).
+  const uint64_t ones_descriptor = smem_descriptor_unswizzled(ones, 128, 128);
+  auto issue_values = [&](int t) { rows.issue_values<kRowSum>(v_descriptor(t), ones_descriptor); };
+  auto fence_accumulators = [&] {
+    fence_registers(rows.o);
+    if constexpr (kRowSum == RowSum::rounded_mma) fence_registers(rows.l);
+  };
   // A stage's MMAs have completed: tell its producer(s).
   auto release = [&](uint32_t empty) {
     if constexpr (kPairedLoads) {
@@ -765,7 +834,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     fence_registers(rows.s);
     release(k_empty(0));
     rows.exponentiate(work.key_valid(0));
-    rows.round_and_rescale<kSkipUnitRescale, kSumUnroundedP>();
+    rows.round_and_rescale<kSkipUnitRescale, kRowSum>();
   }
   for (int t = 1; t < kv_tiles; ++t) {
     mbarrier_wait(k_full(t % kWsStages), landed(t));
@@ -773,29 +842,29 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     named_barrier_sync(my_turn, 256);
     wgmma_fence();
     issue_scores(t);
-    rows.issue_values(v_descriptor(t - 1));
+    issue_values(t - 1);
     named_barrier_arrive(their_turn, 256);
     wgmma_wait<1>();  // S of tile t; P V of tile t - 1 still runs
     fence_registers(rows.s);
     release(k_empty(t % kWsStages));
     rows.exponentiate(work.key_valid(t));
     wgmma_wait<0>();  // P V of tile t - 1
-    fence_registers(rows.o);
+    fence_accumulators();
     release(v_empty((t - 1) % kWsStages));
-    rows.round_and_rescale<kSkipUnitRescale, kSumUnroundedP>();
+    rows.round_and_rescale<kSkipUnitRescale, kRowSum>();
   }
   if (kv_tiles > 0) {
     mbarrier_wait(v_full((kv_tiles - 1) % kWsStages), landed(kv_tiles - 1));
     named_barrier_sync(my_turn, 256);
     wgmma_fence();
-    rows.issue_values(v_descriptor(kv_tiles - 1));
+    issue_values(kv_tiles - 1);
     if (consumer == 0) named_barrier_arrive(their_turn, 256);
     wgmma_wait<0>();
-    fence_registers(rows.o);
+    fence_accumulators();
     release(v_empty((kv_tiles - 1) % kWsStages));  // (a paired producer waits for it)
   }
   if (consumer * 64 >= q_valid) return;
-  rows.store<kWsBlockM>(q_tile, consumer * 64 + warp * 16, q_valid, work.out(args), args.out_stride);
+  rows.store<kWsBlockM, kRowSum>(q_tile, consumer * 64 + warp * 16, q_valid, work.out(args), args.out_stride);
 #elif defined(__CUDA_ARCH__)
   __trap();  // built without sm_90a features: never launched (hopper_attention_available)
 #endif
@@ -845,11 +914,11 @@ int64_t ws_query_tiles(const AttentionArgs& args) { return (args.max_q_rows + kW
 
 // One combination of flash_attention_ws_kernel's switches: the kernel and its launch (with
 // kPairedLoads, in clusters of two CTAs; the query tiles must then be even in number).
-template <bool kSkipUnitRescale, bool kQInRegisters, bool kTmaLoads, bool kSumUnroundedP = false,
+template <bool kSkipUnitRescale, bool kQInRegisters, bool kTmaLoads, RowSum kRowSum = RowSum::rounded_alu,
           bool kPairedLoads = false>
 struct WsVariant {
   static constexpr auto kernel =
-      flash_attention_ws_kernel<kSkipUnitRescale, kQInRegisters, kTmaLoads, kSumUnroundedP, kPairedLoads>;
+      flash_attention_ws_kernel<kSkipUnitRescale, kQInRegisters, kTmaLoads, kRowSum, kPairedLoads>;
 
   // Lets the kernel use its shared memory on the current device (once per device).
   static void configure() {
@@ -887,8 +956,11 @@ struct WsVariant {
 // The engine's variants, every switch on (dev/cuda/attention_bench.cu measures the others):
 // hopper_attention() launches them and device_runs_wgmma_kernel() asks whether this binary holds
 // them. Which one a row lands in changes none of its bits.
-using EngineVariant = WsVariant<true, true, true, true>;
-using EnginePairedVariant = WsVariant<true, true, true, true, true>;
+// (RowSum::rounded_mma, the normaliser on the tensor cores, ran 4-6 % slower in the workbench and
+// made LLaDA-8B's 16k and 32k steps ~1.5 % slower: the kernel is bound by the tensor pipe, not by
+// the ALU's adds; docs/design/cuda-kernels.md, v8.)
+using EngineVariant = WsVariant<true, true, true, RowSum::unrounded_alu>;
+using EnginePairedVariant = WsVariant<true, true, true, RowSum::unrounded_alu, true>;
 
 // Pairs pay where the GPU runs at its power limit, which halving the K/V traffic from L2 eases:
 // LLaDA-8B steps 1.1 % faster at 32k and 0.6 % at 16k, but 0.7 % slower at 4k, where a pair's
