@@ -3,8 +3,11 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <map>
+#include <optional>
+#include <vector>
 
 #include "backend/cuda/attention.h"
 #include "backend/cuda/cuda_check.h"
@@ -14,6 +17,7 @@
 #include "core/error.h"
 #include "core/format_bytes.h"
 #include "core/half.h"
+#include "exec/attention_tail_split.h"
 #include "exec/cuda_op_profile.h"
 #include "exec/cuda_step_graphs.h"
 #include "model/weight_names.h"
@@ -82,7 +86,12 @@ CudaStepGraphs::Signature launch_signature(const Graph& graph, const Address& ad
 struct CudaExecutor::Impl {
   const Model& model;
   int device;
-  cudaStream_t stream = nullptr;
+  cudaStream_t stream = nullptr;  // the step's, at the device's greatest priority
+  // Long attention ops' last rows run here, at the least priority (exec/attention_tail_split.h);
+  // MOSAIC_ATTENTION_TAIL_STREAM=0 runs them on `stream` in one launch, as every other op.
+  cudaStream_t tail_stream = nullptr;
+  cudaEvent_t tail_fork = nullptr, tail_join = nullptr;
+  bool tail_overlap = true;
   void* weights = nullptr;   // one allocation, bf16 tensors at 256-byte aligned offsets
   uint64_t weight_bytes = 0;
   std::map<const void*, const void*> device_of;  // host view data -> device bf16 copy
@@ -107,7 +116,16 @@ uint64_t CudaExecutor::head_scratch_per_row(int64_t vocab) {
 
 CudaExecutor::CudaExecutor(const Model& model, int device) : impl_(std::make_unique<Impl>(model, device)) {
   MOSAIC_CUDA_CHECK(cudaSetDevice(device));
-  MOSAIC_CUDA_CHECK(cudaStreamCreateWithFlags(&impl_->stream, cudaStreamNonBlocking));
+  // The step's stream outranks the tail stream, so that the GPU starts a split attention op's
+  // tail CTAs only when its head part has none left to start (lower numbers rank higher).
+  int least_priority = 0, greatest_priority = 0;
+  MOSAIC_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least_priority, &greatest_priority));
+  MOSAIC_CUDA_CHECK(cudaStreamCreateWithPriority(&impl_->stream, cudaStreamNonBlocking, greatest_priority));
+  MOSAIC_CUDA_CHECK(cudaStreamCreateWithPriority(&impl_->tail_stream, cudaStreamNonBlocking, least_priority));
+  MOSAIC_CUDA_CHECK(cudaEventCreateWithFlags(&impl_->tail_fork, cudaEventDisableTiming));
+  MOSAIC_CUDA_CHECK(cudaEventCreateWithFlags(&impl_->tail_join, cudaEventDisableTiming));
+  const char* tail_setting = std::getenv("MOSAIC_ATTENTION_TAIL_STREAM");
+  impl_->tail_overlap = tail_setting == nullptr || std::strcmp(tail_setting, "0") != 0;
 
   // Every distinct tensor once (a tied LM head is the embedding).
   const ModelWeights& w = model.weights();
@@ -151,9 +169,13 @@ CudaExecutor::CudaExecutor(const Model& model, int device) : impl_(std::make_uni
 }
 
 CudaExecutor::~CudaExecutor() {
-  if (impl_->stream != nullptr) cudaStreamSynchronize(impl_->stream);
+  for (cudaStream_t stream : {impl_->stream, impl_->tail_stream})
+    if (stream != nullptr) cudaStreamSynchronize(stream);
   if (impl_->weights != nullptr) cudaFree(impl_->weights);
-  if (impl_->stream != nullptr) cudaStreamDestroy(impl_->stream);
+  for (cudaEvent_t event : {impl_->tail_fork, impl_->tail_join})
+    if (event != nullptr) cudaEventDestroy(event);
+  for (cudaStream_t stream : {impl_->stream, impl_->tail_stream})
+    if (stream != nullptr) cudaStreamDestroy(stream);
 }
 
 uint64_t CudaExecutor::weight_bytes() const { return impl_->weight_bytes; }
@@ -215,9 +237,23 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
   }
   upload(graph.positions, batch.positions);
   upload(graph.logit_rows, batch.logit_rows);
-  auto* segments = static_cast<AttentionSegment*>(x.segments.fit(graph.segments.size() * sizeof(AttentionSegment)));
-  if (!graph.segments.empty())
-    MOSAIC_CUDA_CHECK(cudaMemcpyAsync(segments, graph.segments.data(), graph.segments.size() * sizeof(AttentionSegment),
+  // The attention ops split at a tail (profiled steps run every op on its own): their two parts'
+  // segments go to the device after the graph's, head part first.
+  std::vector<AttentionSegment> all_segments = graph.segments;
+  std::vector<std::optional<AttentionTailSplit>> tail_splits(graph.ops.size());
+  std::vector<size_t> split_segments(graph.ops.size(), 0);
+  if (x.tail_overlap && !x.profile.enabled()) {
+    for (size_t i = 0; i < graph.ops.size(); ++i) {
+      tail_splits[i] = attention_tail_split(graph, i);
+      if (!tail_splits[i]) continue;
+      split_segments[i] = all_segments.size();
+      all_segments.push_back(tail_splits[i]->head);
+      all_segments.push_back(tail_splits[i]->tail);
+    }
+  }
+  auto* segments = static_cast<AttentionSegment*>(x.segments.fit(all_segments.size() * sizeof(AttentionSegment)));
+  if (!all_segments.empty())
+    MOSAIC_CUDA_CHECK(cudaMemcpyAsync(segments, all_segments.data(), all_segments.size() * sizeof(AttentionSegment),
                                       cudaMemcpyHostToDevice, stream));
   HeadRowSampling* device_sampling = nullptr;
   if (!sampling.empty()) {
@@ -243,11 +279,61 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
   const auto rope_precision = c.family == Family::llada ? cuda::RopePrecision::fp32 : cuda::RopePrecision::bf16_tables;
   const float eps = static_cast<float>(c.rms_eps);
 
+  // A linear op's rows [first, first + rows) (out = a W^T, or out += with op.accumulate).
+  auto run_linear = [&](const GraphOp& op, int64_t first, int64_t rows) {
+    const WeightView& view = weight_of(w, op.layer, op.weight);
+    cuda::GemmArgs args;
+    args.m = rows, args.n = view.shape[0], args.k = view.shape[1];
+    args.a = static_cast<std::byte*>(address(op.a)) + first * cols(op.a) * 2, args.lda = cols(op.a);
+    args.b = x.on_device(view), args.ldb = view.shape[1];
+    args.c = static_cast<std::byte*>(address(op.out)) + first * cols(op.out) * 2, args.ldc = cols(op.out);
+    args.c_dtype = DType::bf16;
+    if (op.has_bias) args.bias = x.on_device(weight_of(w, op.layer, bias_role_of(op.weight)));
+    args.accumulate = op.accumulate;
+    x.gemm.run(args, stream);
+  };
+  // An attention op over `count` segments from device_segments (the op's own, or a part of it).
+  auto run_attention = [&](const GraphOp& op, const AttentionSegment* device_segments, int32_t count,
+                           int64_t max_q_rows, cudaStream_t on) {
+    cuda::AttentionArgs args;
+    args.q = address(op.a), args.q_stride = cols(op.a);
+    args.k = address(op.b), args.k_stride = cols(op.b);
+    args.v = address(op.c), args.v_stride = cols(op.c);
+    args.out = address(op.out), args.out_stride = cols(op.out);
+    args.q_heads = c.heads, args.kv_heads = c.kv_heads, args.head_dim = c.head_dim;
+    args.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+    args.segments = device_segments, args.segment_count = count, args.max_q_rows = max_q_rows;
+    cuda::attention(args, on);
+  };
+  // A split attention op and its o-projection (exec/attention_tail_split.h): the head part on the
+  // step's stream, the tail part on the tail stream once everything before the op is done, the
+  // head rows' projection after the head part, the tail rows' after both.
+  auto run_split_attention = [&](size_t index) {
+    const GraphOp& op = graph.ops[index];
+    const GraphOp& projection = graph.ops[index + 1];
+    const AttentionTailSplit& split = *tail_splits[index];
+    const AttentionSegment* parts = segments + split_segments[index];
+    MOSAIC_CUDA_CHECK(cudaEventRecord(x.tail_fork, stream));
+    run_attention(op, parts, 1, split.head.q_count, stream);
+    MOSAIC_CUDA_CHECK(cudaStreamWaitEvent(x.tail_stream, x.tail_fork));
+    run_attention(op, parts + 1, 1, split.tail.q_count, x.tail_stream);
+    MOSAIC_CUDA_CHECK(cudaEventRecord(x.tail_join, x.tail_stream));
+    run_linear(projection, 0, split.head_rows);
+    MOSAIC_CUDA_CHECK(cudaStreamWaitEvent(stream, x.tail_join));
+    run_linear(projection, split.head_rows, projection.rows - split.head_rows);
+  };
+
   // The forward's launches, op by op. Everything they read on the host is in the signature
   // below; what they read on the device was uploaded above.
   auto enqueue_forward = [&] {
-    for (const GraphOp& op : graph.ops) {
+    for (size_t index = 0; index < graph.ops.size(); ++index) {
+      const GraphOp& op = graph.ops[index];
       if (op.rows == 0) continue;
+      if (tail_splits[index]) {
+        run_split_attention(index);
+        ++index;  // the o-projection ran with it
+        continue;
+      }
       switch (op.kind) {
         case OpKind::embed:
           cuda::embedding_gather(op.rows, c.hidden, i32(op.a), x.on_device(w.embedding), DType::bf16,
@@ -258,35 +344,18 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
                          op.index.valid() ? i32(op.index) : nullptr, x.on_device(weight_of(w, op.layer, op.weight)),
                          eps, address(op.out), cols(op.out), stream);
           break;
-        case OpKind::linear: {
-          const WeightView& view = weight_of(w, op.layer, op.weight);
-          cuda::GemmArgs args;
-          args.m = op.rows, args.n = view.shape[0], args.k = view.shape[1];
-          args.a = address(op.a), args.lda = cols(op.a);
-          args.b = x.on_device(view), args.ldb = view.shape[1];
-          args.c = address(op.out), args.ldc = cols(op.out), args.c_dtype = DType::bf16;
-          if (op.has_bias) args.bias = x.on_device(weight_of(w, op.layer, bias_role_of(op.weight)));
-          args.accumulate = op.accumulate;
-          x.gemm.run(args, stream);
+        case OpKind::linear:
+          run_linear(op, 0, op.rows);
           break;
-        }
         case OpKind::rope:
           cuda::rope(op.rows, cols(op.out) / c.head_dim, c.head_dim, address(op.out), cols(op.out), i32(op.b),
                      c.rope_theta, rope_precision, stream);
           break;
         case OpKind::attention: {
-          cuda::AttentionArgs args;
-          args.q = address(op.a), args.q_stride = cols(op.a);
-          args.k = address(op.b), args.k_stride = cols(op.b);
-          args.v = address(op.c), args.v_stride = cols(op.c);
-          args.out = address(op.out), args.out_stride = cols(op.out);
-          args.q_heads = c.heads, args.kv_heads = c.kv_heads, args.head_dim = c.head_dim;
-          args.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-          args.segments = segments + op.segment_begin;
-          args.segment_count = op.segment_count;
+          int64_t max_q_rows = 0;
           for (int32_t s = 0; s < op.segment_count; ++s)
-            args.max_q_rows = std::max(args.max_q_rows, graph.segments[op.segment_begin + s].q_count);
-          cuda::attention(args, stream);
+            max_q_rows = std::max(max_q_rows, graph.segments[op.segment_begin + s].q_count);
+          run_attention(op, segments + op.segment_begin, op.segment_count, max_q_rows, stream);
           break;
         }
         case OpKind::gather_rows: {

@@ -1,7 +1,8 @@
 // Runs an instantiated step graph on the CUDA backend: weights live in one device allocation of
 // their own (bf16), every activation in the arena at its planned offset, every op one kernel
-// (or cuBLASLt call) on one stream. Mirrors cpu_executor.cc op for op; the graph's activation
-// dtype must be bf16.
+// (or cuBLASLt call) on one stream — except that a long attention op's last rows run on a second
+// stream beside the o-projection of the rows before them (exec/attention_tail_split.h). Mirrors
+// cpu_executor.cc op for op; the graph's activation dtype must be bf16.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -78,7 +78,9 @@ bool CudaStepGraphs::capture(Signature signature, cudaStream_t stream, const std
   }
   if (status != cudaSuccess) return give_up("capture", status);
   cudaGraphExec_t exec = nullptr;
-  status = cudaGraphInstantiate(&exec, graph, 0);
+  // Kernel nodes keep the priority of the stream they were captured from (the executor's tail
+  // stream ranks below the step's: exec/attention_tail_split.h).
+  status = cudaGraphInstantiate(&exec, graph, cudaGraphInstantiateFlagUseNodePriority);
   cudaGraphDestroy(graph);
   if (status != cudaSuccess) return give_up("instantiation", status);
 

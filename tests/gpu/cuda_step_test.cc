@@ -114,6 +114,23 @@ TEST_P(CudaStep, LastLayerOverCandidatesIsBitIdenticalToEveryRow) {
   }
 }
 
+// A long attention op's last rows on the tail stream beside the o-projection of the rows before
+// them (exec/attention_tail_split.h) against the whole op on the step's stream
+// (MOSAIC_ATTENTION_TAIL_STREAM=0): the same bits, launched directly, captured and replayed.
+TEST_P(CudaStep, AttentionTailOnASideStreamIsBitIdentical) {
+  const StepInput input = random_step({9000}, /*keep_logits=*/false, 7);  // layer 0 splits at 8,448
+  ::setenv("MOSAIC_ATTENTION_TAIL_STREAM", "0", 1);
+  CudaStepRunner one_stream(*model_, 0, std::nullopt);
+  ::unsetenv("MOSAIC_ATTENTION_TAIL_STREAM");
+  CudaStepRunner split(*model_, 0, std::nullopt);
+  const StepOutput expected = one_stream.run(input);
+  ASSERT_FALSE(expected.values.empty());
+  for (int run = 0; run < 3; ++run) {
+    const StepOutput got = split.run(input);
+    EXPECT_EQ(got.values, expected.values) << (run == 0 ? "direct" : run == 1 ? "captured" : "replayed");
+  }
+}
+
 // The same step again replays its captured CUDA graph (seen once: launched directly; twice:
 // captured; then replayed), with the bits of the direct launch; a step of the same shape with
 // other ids replays the same graph and reads its own inputs, as a fresh runner launching
