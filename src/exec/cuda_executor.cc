@@ -284,9 +284,9 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
     const WeightView& view = weight_of(w, op.layer, op.weight);
     cuda::GemmArgs args;
     args.m = rows, args.n = view.shape[0], args.k = view.shape[1];
-    args.a = static_cast<std::byte*>(address(op.a)) + first * cols(op.a) * 2, args.lda = cols(op.a);
+    args.a = address({op.a.tensor, op.a.row + first}), args.lda = cols(op.a);
     args.b = x.on_device(view), args.ldb = view.shape[1];
-    args.c = static_cast<std::byte*>(address(op.out)) + first * cols(op.out) * 2, args.ldc = cols(op.out);
+    args.c = address({op.out.tensor, op.out.row + first}), args.ldc = cols(op.out);
     args.c_dtype = DType::bf16;
     if (op.has_bias) args.bias = x.on_device(weight_of(w, op.layer, bias_role_of(op.weight)));
     args.accumulate = op.accumulate;
