@@ -1,0 +1,425 @@
+// Workbench: a hand-written Hopper GEMM against cuBLASLt, to learn whether the gate/up product
+// could carry SwiGLU in its epilogue (docs/design/cuda-kernels.md, "A hand-written GEMM for SwiGLU
+// in the epilogue"). C [M x N] = A [M x K] B [N x K]^T in bf16 with fp32 accumulation, as the
+// engine's projections (activations times nn.Linear weights).
+//
+//   nvcc -std=c++20 -arch=sm_90a -O3 --expt-relaxed-constexpr -Isrc -Iinclude \
+//        dev/cuda/gemm_wgmma.cu -lcublasLt -o /tmp/gemm_wgmma && /tmp/gemm_wgmma [rounds]
+//
+// The kernel: CTA tiles of 128 x 256 with K steps of 64; a producer lane loads A and B tiles with
+// TMA into 4 mbarrier-guarded stages (48 KiB each); two consumer warpgroups issue
+// wgmma.m64n256k16 on 64 rows each, one MMA group in flight; tiles rastered in groups of 8 row
+// tiles (or row-tile pairs) so that concurrent CTAs share B tiles in L2. Switches: kPaired (v2)
+// runs clusters of two CTAs on neighbouring row tiles that multicast halves of the shared B
+// tile; kStaged (v3) stages the epilogue in shared memory for 16-byte stores (v1: 4-byte stores
+// from the accumulator layout). With kSwiglu, B's rows are interleaved in blocks of 128 (gate
+// rows, then the matching up rows) and the epilogue writes silu(g) u over 128 output columns per
+// tile, g and u rounded to bf16 first as the separate products would be.
+//
+// It prints, per shape: cuBLASLt's time and each variant's, plain and fused, against cuBLASLt's
+// separate gate and up products plus the engine's SwiGLU kernel, and how many outputs differ
+// from cuBLASLt's (plain) or from that unfused path (fused). It includes the engine's Hopper
+// attention file for its PTX helpers (mbarriers, TMA, wgmma) and elementwise.cu for SwiGLU.
+#include "backend/cuda/attention_sm90.cu"
+#include "backend/cuda/elementwise.cu"
+#include "backend/cuda/tensor_map.cc"
+
+#include <cublasLt.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "core/half.h"
+
+#define CHECK_BLAS(call)                                                                          \
+  do {                                                                                            \
+    const cublasStatus_t status_ = (call);                                                        \
+    if (status_ != CUBLAS_STATUS_SUCCESS) {                                                       \
+      std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cublasLtGetStatusName(status_));     \
+      std::exit(1);                                                                               \
+    }                                                                                             \
+  } while (0)
+
+namespace mosaic::cuda::hopper {
+namespace gemm_bench {
+
+using bf16 = __nv_bfloat16;
+constexpr int kBM = 128, kBN = 256, kBK = 64, kStages = 4, kGroupM = 8;
+constexpr uint32_t kABytes = kBM * kBK * 2, kBBytes = kBN * kBK * 2, kStageBytes = kABytes + kBBytes;
+constexpr int kSmemBytes = 1024 + kStages * kStageBytes + 2 * kStages * 8;
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// D [64 x 256] (+)= A [64 x 16] B [16 x 256]; A and B in shared memory, both K-major (128-byte
+// swizzle). 128 fp32 accumulators per thread.
+__device__ __forceinline__ void wgmma_m64n256k16_ss(float (&d)[128], uint64_t a, uint64_t b, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+      : "l"(a), "l"(b), "r"(accumulate));
+}
+#endif
+
+// kPaired (v2): clusters of two CTAs on neighbouring row tiles and the same column tile; each
+// loads half of the B tile (128 rows, b_map's box) and multicasts it into both, so that what
+// travels from L2 per CTA and K step falls from 48 to 32 KiB; a stage is free again once the
+// consumer warps of both CTAs released it.
+// kStaged (v3): the epilogue goes through shared memory (below) instead of 4-byte stores.
+template <bool kSwiglu, bool kPaired, bool kStaged>
+__global__ void __launch_bounds__(384, 1)
+    gemm_kernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map, bf16* c,
+                int64_t ldc, int m_tiles, int n_tiles, int k_tiles) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  // Rastered in groups of kGroupM row tiles (pairs: row-tile pairs) that walk the column tiles.
+  const int unit = kPaired ? static_cast<int>(blockIdx.x) / 2 : static_cast<int>(blockIdx.x);
+  const int m_units = kPaired ? m_tiles / 2 : m_tiles;
+  const int per_group = kGroupM * n_tiles, group = unit / per_group;
+  const int first_m = group * kGroupM, group_rows = min(kGroupM, m_units - first_m);
+  const int in_group = unit % per_group;
+  const int m_unit = first_m + in_group % group_rows, n_tile = in_group / group_rows;
+  const uint32_t rank = kPaired ? cluster_rank() : 0;
+  const int m_tile = kPaired ? 2 * m_unit + static_cast<int>(rank) : m_unit;
+
+  extern __shared__ unsigned char smem[];
+  const uint32_t base = (smem_address(smem) + 1023) & ~uint32_t{1023};
+  auto a_stage = [&](int s) { return base + s * kStageBytes; };
+  auto b_stage = [&](int s) { return base + s * kStageBytes + kABytes; };
+  const uint32_t bars = base + kStages * kStageBytes;
+  auto full = [&](int s) { return bars + 8 * s; };
+  auto empty = [&](int s) { return bars + 8 * (kStages + s); };
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) mbarrier_init(full(s), 1), mbarrier_init(empty(s), kPaired ? 16 : 8);
+  }
+  if constexpr (kPaired) {
+    fence_mbarrier_init();
+    cluster_sync();
+  } else {
+    __syncthreads();
+  }
+  const int warpgroup = threadIdx.x / 128;
+  if (warpgroup == 0) {
+    release_registers<40>();
+    if (threadIdx.x == 0) {
+      for (int kt = 0; kt < k_tiles; ++kt) {
+        const int s = kt % kStages, round = kt / kStages;
+        if (round > 0) mbarrier_wait(empty(s), (round - 1) & 1);
+        mbarrier_arrive_expect_bytes(full(s), kStageBytes);
+        tma_load_2d(a_stage(s), &a_map, kt * kBK, m_tile * kBM, full(s));
+        if constexpr (kPaired) {
+          tma_load_2d_multicast(b_stage(s) + rank * (kBBytes / 2), &b_map, kt * kBK,
+                                n_tile * kBN + static_cast<int>(rank) * (kBN / 2), full(s), 0b11);
+        } else {
+          tma_load_2d(b_stage(s), &b_map, kt * kBK, n_tile * kBN, full(s));
+        }
+      }
+      if constexpr (kPaired) {  // the other CTA arrives on these barriers until its last release
+        for (int kt = k_tiles > kStages ? k_tiles - kStages : 0; kt < k_tiles; ++kt)
+          mbarrier_wait(empty(kt % kStages), (kt / kStages) & 1);
+      }
+    }
+    return;
+  }
+  claim_registers<232>();
+  const int consumer = warpgroup - 1;
+  auto release = [&](uint32_t bar) {
+    if constexpr (kPaired) {
+      mbarrier_arrive_in_cta(bar, 0), mbarrier_arrive_in_cta(bar, 1);
+    } else {
+      mbarrier_arrive(bar);
+    }
+  };
+  // No zeroing: the first MMA ignores d (scale-d 0), so no ordinary instruction writes the
+  // accumulators inside the MMA pipeline (ptxas would serialise every wgmma).
+  float d[128];
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    const int s = kt % kStages;
+    mbarrier_wait(full(s), (kt / kStages) & 1);
+    const uint64_t a = smem_descriptor(a_stage(s) + consumer * 64 * 128, 16, 1024);
+    const uint64_t b = smem_descriptor(b_stage(s), 16, 1024);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kBK / 16; ++kk) wgmma_m64n256k16_ss(d, a + 2 * kk, b + 2 * kk, kt > 0 || kk > 0);
+    wgmma_commit();
+    wgmma_wait<1>();  // the previous step's MMAs are done: release its stage
+    if (kt > 0 && threadIdx.x % 32 == 0) release(empty((kt - 1) % kStages));
+  }
+  wgmma_wait<0>();
+  fence_registers(d);
+  if (threadIdx.x % 32 == 0) release(empty((k_tiles - 1) % kStages));
+  // Accumulator layout (per warp the m16n8 layout, 32 n8 tiles): d[4j + e] is row lane / 4
+  // (+ 8 for e >= 2) of the warp's 16, column 8j + 2 (lane % 4) + (e & 1).
+  const int warp = threadIdx.x % 128 / 32, lane = threadIdx.x % 32;
+  const int64_t row = int64_t{m_tile} * kBM + consumer * 64 + warp * 16 + lane / 4;
+  auto swiglu = [](float g, float u) {
+    g = __bfloat162float(__float2bfloat16_rn(g)), u = __bfloat162float(__float2bfloat16_rn(u));
+    return g / (1.0f + expf(-g)) * u;
+  };
+  if constexpr (kStaged) {
+    // This warp's 16 rows go through its consumer's rows of A stage `warp` (8 KiB that only this
+    // consumer's MMAs read, all completed; every TMA write has landed), 16-byte chunk j of row r
+    // at chunk j ^ (r & 7) (no bank conflicts either way), then out 16 bytes per lane.
+    constexpr int kOutCols = kSwiglu ? kBN / 2 : kBN, kChunks = kOutCols / 8, kRowBytes = kOutCols * 2;
+    const uint32_t staging = a_stage(warp) + consumer * 64 * 128;
+#pragma unroll
+    for (int j = 0; j < kChunks; ++j) {
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int r = lane / 4 + 8 * half;
+        uint32_t packed;
+        if constexpr (kSwiglu) {
+          const float* g = d + 4 * j + 2 * half;
+          const float* u = d + 4 * (j + 16) + 2 * half;
+          packed = pack_bf16x2(swiglu(g[0], u[0]), swiglu(g[1], u[1]));
+        } else {
+          packed = pack_bf16x2(d[4 * j + 2 * half], d[4 * j + 2 * half + 1]);
+        }
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(staging + r * kRowBytes + ((j ^ (r & 7)) * 16) + (lane % 4) * 4),
+                     "r"(packed));
+      }
+    }
+    __syncwarp();
+    bf16* out = c + (int64_t{m_tile} * kBM + consumer * 64 + warp * 16) * ldc + int64_t{n_tile} * kOutCols;
+    constexpr int kRowsPerPass = 32 / kChunks;
+#pragma unroll
+    for (int i = 0; i < 16 / kRowsPerPass; ++i) {
+      const int r = i * kRowsPerPass + lane / kChunks, chunk = lane % kChunks;
+      uint4 value;
+      asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                   : "=r"(value.x), "=r"(value.y), "=r"(value.z), "=r"(value.w)
+                   : "r"(staging + r * kRowBytes + ((chunk ^ (r & 7)) * 16)));
+      *reinterpret_cast<uint4*>(out + r * ldc + chunk * 8) = value;
+    }
+  } else if constexpr (!kSwiglu) {
+    bf16* out = c + row * ldc + int64_t{n_tile} * kBN + 2 * (lane % 4);
+#pragma unroll
+    for (int j = 0; j < 32; ++j) {
+      *reinterpret_cast<__nv_bfloat162*>(out + 8 * j) = __floats2bfloat162_rn(d[4 * j], d[4 * j + 1]);
+      *reinterpret_cast<__nv_bfloat162*>(out + 8 * ldc + 8 * j) = __floats2bfloat162_rn(d[4 * j + 2], d[4 * j + 3]);
+    }
+  } else {
+    bf16* out = c + row * ldc + int64_t{n_tile} * (kBN / 2) + 2 * (lane % 4);
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+      const float* g = d + 4 * j;
+      const float* u = d + 4 * (j + 16);
+      *reinterpret_cast<__nv_bfloat162*>(out + 8 * j) =
+          __floats2bfloat162_rn(swiglu(g[0], u[0]), swiglu(g[1], u[1]));
+      *reinterpret_cast<__nv_bfloat162*>(out + 8 * ldc + 8 * j) =
+          __floats2bfloat162_rn(swiglu(g[2], u[2]), swiglu(g[3], u[3]));
+    }
+  }
+#elif defined(__CUDA_ARCH__)
+  __trap();
+#endif
+}
+
+template <bool kSwiglu, bool kPaired = false, bool kStaged = false>
+void launch(const bf16* a, const bf16* b, bf16* c, int64_t m, int64_t n, int64_t k, cudaStream_t stream) {
+  const CUtensorMap a_map = bf16_row_major_map(a, k, m, k, kBK, kBM);
+  const CUtensorMap b_map = bf16_row_major_map(b, k, n, k, kBK, kPaired ? kBN / 2 : kBN);
+  static bool configured = false;
+  const auto kernel = gemm_kernel<kSwiglu, kPaired, kStaged>;
+  if (!configured) {
+    MOSAIC_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+    configured = true;
+  }
+  const int m_tiles = static_cast<int>(m / kBM), n_tiles = static_cast<int>(n / kBN), k_tiles = static_cast<int>(k / kBK);
+  const int64_t ldc = kSwiglu ? n / 2 : n;
+  if constexpr (kPaired) {
+    cudaLaunchAttribute cluster{};
+    cluster.id = cudaLaunchAttributeClusterDimension;
+    cluster.val.clusterDim.x = 2, cluster.val.clusterDim.y = 1, cluster.val.clusterDim.z = 1;
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(m_tiles * n_tiles), config.blockDim = dim3(384), config.dynamicSmemBytes = kSmemBytes;
+    config.stream = stream, config.attrs = &cluster, config.numAttrs = 1;
+    MOSAIC_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, a_map, b_map, c, ldc, m_tiles, n_tiles, k_tiles));
+  } else {
+    kernel<<<m_tiles * n_tiles, 384, kSmemBytes, stream>>>(a_map, b_map, c, ldc, m_tiles, n_tiles, k_tiles);
+  }
+  MOSAIC_CUDA_CHECK_LAUNCH();
+}
+
+// cuBLASLt's heuristic choice for row-major C = A B^T (the engine's layout: column-major C^T = B A^T).
+struct Cublas {
+  cublasLtHandle_t handle{};
+  cublasLtMatmulDesc_t desc{};
+  cublasLtMatrixLayout_t lb{}, la{}, lc{};
+  cublasLtMatmulAlgo_t algo{};
+  void* workspace = nullptr;
+  static constexpr size_t kWorkspace = 32 << 20;
+
+  Cublas(int64_t m, int64_t n, int64_t k) {
+    CHECK_BLAS(cublasLtCreate(&handle));
+    CHECK_BLAS(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    const cublasOperation_t t = CUBLAS_OP_T, nn = CUBLAS_OP_N;
+    CHECK_BLAS(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof(t)));
+    CHECK_BLAS(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &nn, sizeof(nn)));
+    CHECK_BLAS(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, k, n, k));
+    CHECK_BLAS(cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, k, m, k));
+    CHECK_BLAS(cublasLtMatrixLayoutCreate(&lc, CUDA_R_16BF, n, m, n));
+    MOSAIC_CUDA_CHECK(cudaMalloc(&workspace, kWorkspace));
+    cublasLtMatmulPreference_t pref;
+    CHECK_BLAS(cublasLtMatmulPreferenceCreate(&pref));
+    const size_t bytes = kWorkspace;
+    CHECK_BLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &bytes, sizeof(bytes)));
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    CHECK_BLAS(cublasLtMatmulAlgoGetHeuristic(handle, desc, lb, la, lc, lc, pref, 1, &result, &found));
+    if (found == 0) std::exit(1);
+    algo = result.algo;
+    cublasLtMatmulPreferenceDestroy(pref);
+  }
+  void run(const bf16* a, const bf16* b, bf16* c, cudaStream_t stream) {
+    const float one = 1.0f, zero = 0.0f;
+    CHECK_BLAS(cublasLtMatmul(handle, desc, &one, b, lb, a, la, &zero, c, lc, c, lc, &algo, workspace, kWorkspace, stream));
+  }
+};
+
+template <typename Launch>
+float time_ms(Launch launch, int repeats) {
+  for (int i = 0; i < 3; ++i) launch();
+  cudaEvent_t start, stop;
+  MOSAIC_CUDA_CHECK(cudaEventCreate(&start));
+  MOSAIC_CUDA_CHECK(cudaEventCreate(&stop));
+  MOSAIC_CUDA_CHECK(cudaEventRecord(start));
+  for (int i = 0; i < repeats; ++i) launch();
+  MOSAIC_CUDA_CHECK(cudaEventRecord(stop));
+  MOSAIC_CUDA_CHECK(cudaEventSynchronize(stop));
+  float ms = 0;
+  MOSAIC_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+  cudaEventDestroy(start), cudaEventDestroy(stop);
+  return ms / repeats;
+}
+
+int64_t count_differences(const bf16* x, const bf16* y, int64_t count) {
+  std::vector<uint16_t> hx(count), hy(count);
+  MOSAIC_CUDA_CHECK(cudaMemcpy(hx.data(), x, count * 2, cudaMemcpyDeviceToHost));
+  MOSAIC_CUDA_CHECK(cudaMemcpy(hy.data(), y, count * 2, cudaMemcpyDeviceToHost));
+  int64_t differ = 0;
+  for (int64_t i = 0; i < count; ++i) differ += hx[i] != hy[i];
+  return differ;
+}
+
+void run_shape(const char* name, int64_t m, int64_t n, int64_t k, int repeats) {
+  // Gate and up weights [n/2 x k] each; A [m x k]; values ~ the model's scale.
+  std::vector<uint16_t> host_a(m * k), host_w(n * k);
+  std::mt19937 rng(7);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (auto& x : host_a) x = f32_to_bf16(dist(rng));
+  for (auto& x : host_w) x = f32_to_bf16(dist(rng) * 0.02f);
+  // Interleaved copy for the fused kernel: per block of 128 output columns j, gate rows j then up rows j.
+  std::vector<uint16_t> host_wi(n * k);
+  const int64_t half = n / 2;
+  for (int64_t blk = 0; blk < half / 128; ++blk)
+    for (int64_t r = 0; r < 128; ++r) {
+      std::copy_n(&host_w[(blk * 128 + r) * k], k, &host_wi[(blk * 256 + r) * k]);
+      std::copy_n(&host_w[(half + blk * 128 + r) * k], k, &host_wi[(blk * 256 + 128 + r) * k]);
+    }
+  bf16 *a, *w, *wi, *c0, *c1, *h0, *h1;
+  MOSAIC_CUDA_CHECK(cudaMalloc(&a, m * k * 2));
+  MOSAIC_CUDA_CHECK(cudaMalloc(&w, n * k * 2));
+  MOSAIC_CUDA_CHECK(cudaMalloc(&wi, n * k * 2));
+  MOSAIC_CUDA_CHECK(cudaMalloc(&c0, m * n * 2));
+  MOSAIC_CUDA_CHECK(cudaMalloc(&c1, m * n * 2));
+  MOSAIC_CUDA_CHECK(cudaMalloc(&h0, m * half * 2));
+  MOSAIC_CUDA_CHECK(cudaMalloc(&h1, m * half * 2));
+  MOSAIC_CUDA_CHECK(cudaMemcpy(a, host_a.data(), m * k * 2, cudaMemcpyHostToDevice));
+  MOSAIC_CUDA_CHECK(cudaMemcpy(w, host_w.data(), n * k * 2, cudaMemcpyHostToDevice));
+  MOSAIC_CUDA_CHECK(cudaMemcpy(wi, host_wi.data(), n * k * 2, cudaMemcpyHostToDevice));
+
+  Cublas blas(m, n, k);
+  Cublas blas_half(m, half, k);  // the engine's separate gate and up products
+  blas.run(a, w, c0, nullptr);
+  launch<false>(a, w, c1, m, n, k, nullptr);
+  MOSAIC_CUDA_CHECK(cudaDeviceSynchronize());
+  const int64_t differ = count_differences(c0, c1, m * n);
+  // Unfused reference: gate and up from cuBLASLt (c0's halves as separate products), then SwiGLU.
+  blas_half.run(a, w, c0, nullptr);
+  blas_half.run(a, w + half * k, c0 + m * half, nullptr);
+  MOSAIC_CUDA_CHECK(cudaMemcpy(h0, c0, m * half * 2, cudaMemcpyDeviceToDevice));
+  swiglu(m, half, h0, half, c0 + m * half, half, nullptr);
+  launch<true>(a, wi, h1, m, n, k, nullptr);
+  MOSAIC_CUDA_CHECK(cudaDeviceSynchronize());
+  const int64_t differ_h = count_differences(h0, h1, m * half);
+  MOSAIC_CUDA_CHECK(cudaMemset(c1, 0, m * n * 2));
+  MOSAIC_CUDA_CHECK(cudaMemset(h1, 0, m * half * 2));
+  launch<false, true>(a, w, c1, m, n, k, nullptr);
+  launch<true, true>(a, wi, h1, m, n, k, nullptr);
+  MOSAIC_CUDA_CHECK(cudaDeviceSynchronize());
+  blas.run(a, w, c0, nullptr);
+  MOSAIC_CUDA_CHECK(cudaDeviceSynchronize());
+  const int64_t differ_2 = count_differences(c0, c1, m * n), differ_2h = count_differences(h0, h1, m * half);
+  MOSAIC_CUDA_CHECK(cudaMemset(c1, 0, m * n * 2));
+  MOSAIC_CUDA_CHECK(cudaMemset(h1, 0, m * half * 2));
+  launch<false, true, true>(a, w, c1, m, n, k, nullptr);
+  launch<true, true, true>(a, wi, h1, m, n, k, nullptr);
+  MOSAIC_CUDA_CHECK(cudaDeviceSynchronize());
+  const int64_t differ_3 = count_differences(c0, c1, m * n), differ_3h = count_differences(h0, h1, m * half);
+
+  const double flops = 2.0 * m * n * k;
+  auto pause = [] { std::this_thread::sleep_for(std::chrono::milliseconds(500)); };
+  pause();
+  const float t_blas = time_ms([&] { blas.run(a, w, c0, nullptr); }, repeats);
+  pause();
+  const float t_mine = time_ms([&] { launch<false>(a, w, c1, m, n, k, nullptr); }, repeats);
+  pause();
+  const float t_unfused = time_ms(
+      [&] {
+        blas_half.run(a, w, c0, nullptr);
+        blas_half.run(a, w + half * k, c0 + m * half, nullptr);
+        swiglu(m, half, c0, half, c0 + m * half, half, nullptr);
+      },
+      repeats);
+  pause();
+  const float t_fused = time_ms([&] { launch<true>(a, wi, h1, m, n, k, nullptr); }, repeats);
+  pause();
+  const float t_paired = time_ms([&] { launch<false, true>(a, w, c1, m, n, k, nullptr); }, repeats);
+  pause();
+  const float t_paired_fused = time_ms([&] { launch<true, true>(a, wi, h1, m, n, k, nullptr); }, repeats);
+  pause();
+  const float t_staged = time_ms([&] { launch<false, true, true>(a, w, c1, m, n, k, nullptr); }, repeats);
+  pause();
+  const float t_staged_fused = time_ms([&] { launch<true, true, true>(a, wi, h1, m, n, k, nullptr); }, repeats);
+  pause();
+  const float t_blas_again = time_ms([&] { blas.run(a, w, c0, nullptr); }, repeats);
+  pause();
+  const float t_unfused_again = time_ms(
+      [&] {
+        blas_half.run(a, w, c0, nullptr);
+        blas_half.run(a, w + half * k, c0 + m * half, nullptr);
+        swiglu(m, half, c0, half, c0 + m * half, half, nullptr);
+      },
+      repeats);
+  std::printf("%-22s m=%6lld n=%6lld k=%5lld | cuBLASLt %8.3f ms %6.1f TFLOP/s | v1 %8.3f ms %6.1f TFLOP/s "
+              "(%lld of %lld outputs differ) | gate+up+SwiGLU unfused %8.3f ms, fused %8.3f ms (%lld of %lld differ)\n",
+              name, static_cast<long long>(m), static_cast<long long>(n), static_cast<long long>(k), t_blas,
+              flops / t_blas / 1e9, t_mine, flops / t_mine / 1e9, static_cast<long long>(differ),
+              static_cast<long long>(m * n), t_unfused, t_fused, static_cast<long long>(differ_h),
+              static_cast<long long>(m * half));
+  std::printf("%-22s v2 (paired CTAs, B multicast) %8.3f ms %6.1f TFLOP/s (%lld differ) | fused %8.3f ms (%lld differ)\n",
+              name, t_paired, flops / t_paired / 1e9, static_cast<long long>(differ_2), t_paired_fused,
+              static_cast<long long>(differ_2h));
+  std::printf("%-22s v3 (v2 + staged epilogue) %8.3f ms %6.1f TFLOP/s (%lld differ) | fused %8.3f ms (%lld differ)"
+              " | again: cuBLASLt %8.3f ms, unfused %8.3f ms\n",
+              name, t_staged, flops / t_staged / 1e9, static_cast<long long>(differ_3), t_staged_fused,
+              static_cast<long long>(differ_3h), t_blas_again, t_unfused_again);
+  for (bf16* p : {a, w, wi, c0, c1, h0, h1}) cudaFree(p);
+}
+
+}  // namespace gemm_bench
+}  // namespace mosaic::cuda::hopper
+
+int main(int argc, char** argv) {
+  using mosaic::cuda::hopper::gemm_bench::run_shape;
+  const int rounds = argc > 1 ? std::atoi(argv[1]) : 1;
+  for (int round = 0; round < rounds; ++round) {
+    run_shape("LLaDA-8B gate+up, 4k", 4096, 24576, 4096, 20);
+    run_shape("LLaDA-8B gate+up, 32k", 32768, 24576, 4096, 5);
+  }
+  return 0;
+}
