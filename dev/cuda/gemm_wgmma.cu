@@ -12,7 +12,8 @@
 // tiles (or row-tile pairs) so that concurrent CTAs share B tiles in L2. Switches: kPaired (v2)
 // runs clusters of two CTAs on neighbouring row tiles that multicast halves of the shared B
 // tile; kStaged (v3) stages the epilogue in shared memory for 16-byte stores (v1: 4-byte stores
-// from the accumulator layout). With kSwiglu, B's rows are interleaved in blocks of 128 (gate
+// from the accumulator layout). gemm_pingpong_kernel (v4) is persistent, its two consumer
+// warpgroups taking 128 x 128 tiles in turn so that one's epilogue runs under the other's MMAs. With kSwiglu, B's rows are interleaved in blocks of 128 (gate
 // rows, then the matching up rows) and the epilogue writes silu(g) u over 128 output columns per
 // tile, g and u rounded to bf16 first as the separate products would be.
 //
@@ -244,6 +245,209 @@ void launch(const bf16* a, const bf16* b, bf16* c, int64_t m, int64_t n, int64_t
   MOSAIC_CUDA_CHECK_LAUNCH();
 }
 
+// ---- v4: persistent, ping-pong ------------------------------------------------------------------
+// Each consumer warpgroup owns whole 128 x 128 tiles (two m64n128k16 per k16 step, 128
+// accumulators) and the two take every other tile of the CTA's sequence; the producer fills one
+// ring of stages (A 128 x 64, B 128 x 64: 32 KiB) tile after tile, so a warpgroup's MMAs start
+// as the other's end and its epilogue (staged in its own 32 KiB) runs under the other's MMAs.
+// Persistent: one CTA per SM walks tiles tile += gridDim; with kPaired, clusters of two CTAs on
+// neighbouring row tiles multicast halves of the shared B tile. With kSwiglu, B's rows are
+// interleaved in blocks of 64 (gate, then up) and a tile writes 64 output columns.
+constexpr int kPBM = 128, kPBN = 128, kPStages = 4;
+constexpr uint32_t kPABytes = kPBM * kBK * 2, kPBBytes = kPBN * kBK * 2, kPStageBytes = kPABytes + kPBBytes;
+constexpr uint32_t kPStagingBytes = kPBM * kPBN * 2;  // per consumer
+constexpr int kPSmemBytes = 1024 + kPStages * kPStageBytes + 2 * kPStagingBytes + 2 * kPStages * 8;
+
+template <bool kSwiglu, bool kPaired>
+__global__ void __launch_bounds__(384, 1)
+    gemm_pingpong_kernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
+                         bf16* c, int64_t ldc, int m_tiles, int n_tiles, int k_tiles) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  const int m_units = kPaired ? m_tiles / 2 : m_tiles, units = m_units * n_tiles;
+  const int first_unit = kPaired ? static_cast<int>(blockIdx.x) / 2 : static_cast<int>(blockIdx.x);
+  if (first_unit >= units) return;  // (both CTAs of a pair)
+  const int unit_stride = kPaired ? static_cast<int>(gridDim.x) / 2 : static_cast<int>(gridDim.x);
+  const uint32_t rank = kPaired ? cluster_rank() : 0;
+  auto tile_of = [&](int unit, int* m_tile, int* n_tile) {  // rastered in groups of kGroupM row units
+    const int per_group = kGroupM * n_tiles, group = unit / per_group;
+    const int first_m = group * kGroupM, group_rows = min(kGroupM, m_units - first_m);
+    const int in_group = unit % per_group;
+    const int m_unit = first_m + in_group % group_rows;
+    *n_tile = in_group / group_rows;
+    *m_tile = kPaired ? 2 * m_unit + static_cast<int>(rank) : m_unit;
+  };
+
+  extern __shared__ unsigned char smem[];
+  const uint32_t base = (smem_address(smem) + 1023) & ~uint32_t{1023};
+  auto a_stage = [&](int s) { return base + s * kPStageBytes; };
+  auto b_stage = [&](int s) { return base + s * kPStageBytes + kPABytes; };
+  const uint32_t staging0 = base + kPStages * kPStageBytes;
+  const uint32_t bars = staging0 + 2 * kPStagingBytes;
+  auto full = [&](int s) { return bars + 8 * s; };
+  auto empty = [&](int s) { return bars + 8 * (kPStages + s); };
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kPStages; ++s) mbarrier_init(full(s), 1), mbarrier_init(empty(s), kPaired ? 8 : 4);
+  }
+  if constexpr (kPaired) {
+    fence_mbarrier_init();
+    cluster_sync();
+  } else {
+    __syncthreads();
+  }
+  const int warpgroup = threadIdx.x / 128;
+  if (warpgroup == 0) {
+    release_registers<40>();
+    if (threadIdx.x == 0) {
+      int64_t g = 0;  // k steps loaded so far, over all tiles
+      for (int unit = first_unit; unit < units; unit += unit_stride) {
+        int m_tile, n_tile;
+        tile_of(unit, &m_tile, &n_tile);
+        for (int kt = 0; kt < k_tiles; ++kt, ++g) {
+          const int s = static_cast<int>(g % kPStages);
+          const int64_t round = g / kPStages;
+          if (round > 0) mbarrier_wait(empty(s), static_cast<uint32_t>((round - 1) & 1));
+          mbarrier_arrive_expect_bytes(full(s), kPStageBytes);
+          tma_load_2d(a_stage(s), &a_map, kt * kBK, m_tile * kPBM, full(s));
+          if constexpr (kPaired) {
+            tma_load_2d_multicast(b_stage(s) + rank * (kPBBytes / 2), &b_map, kt * kBK,
+                                  n_tile * kPBN + static_cast<int>(rank) * (kPBN / 2), full(s), 0b11);
+          } else {
+            tma_load_2d(b_stage(s), &b_map, kt * kBK, n_tile * kPBN, full(s));
+          }
+        }
+      }
+      if constexpr (kPaired) {  // the other CTA arrives on these barriers until its last release
+        for (int64_t last = g > kPStages ? g - kPStages : 0; last < g; ++last)
+          mbarrier_wait(empty(static_cast<int>(last % kPStages)), static_cast<uint32_t>((last / kPStages) & 1));
+      }
+    }
+    return;
+  }
+  claim_registers<232>();
+  const int consumer = warpgroup - 1;
+  const int warp = threadIdx.x % 128 / 32, lane = threadIdx.x % 32;
+  auto release = [&](uint32_t bar) {
+    if constexpr (kPaired) {
+      mbarrier_arrive_in_cta(bar, 0), mbarrier_arrive_in_cta(bar, 1);
+    } else {
+      mbarrier_arrive(bar);
+    }
+  };
+  auto swiglu = [](float g, float u) {
+    g = __bfloat162float(__float2bfloat16_rn(g)), u = __bfloat162float(__float2bfloat16_rn(u));
+    return g / (1.0f + expf(-g)) * u;
+  };
+  const uint32_t staging = staging0 + consumer * kPStagingBytes;
+  // Turns (named barrier 1 + c is consumer c's): a consumer waits for the stages of its tile only
+  // after the other has waited for all of the previous tile's. Without them a consumer could test
+  // a stage's full barrier one phase early, while the previous tile's use of that stage has not
+  // landed, and take the parity as done. Consumer 1 opens consumer 0's first turn; a consumer
+  // hands over only where the other has a tile left, so no arrival is left at exit.
+  const uint32_t my_turn = 1 + consumer, their_turn = 2 - consumer;
+  if (consumer == 1) named_barrier_arrive(1, 256);
+  float d0[64], d1[64];  // rows 0..63 and 64..127 of the tile
+  int local = 0;         // the CTA's tile number
+  for (int unit = first_unit; unit < units; unit += unit_stride, ++local) {
+    if (local % 2 != consumer) continue;
+    int m_tile, n_tile;
+    tile_of(unit, &m_tile, &n_tile);
+    const int64_t g0 = int64_t{local} * k_tiles;
+    named_barrier_sync(my_turn, 256);
+    for (int kt = 0; kt < k_tiles; ++kt) {
+      const int64_t g = g0 + kt;
+      const int s = static_cast<int>(g % kPStages);
+      mbarrier_wait(full(s), static_cast<uint32_t>((g / kPStages) & 1));
+      const uint64_t a0 = smem_descriptor(a_stage(s), 16, 1024), a1 = smem_descriptor(a_stage(s) + 64 * 128, 16, 1024);
+      const uint64_t b = smem_descriptor(b_stage(s), 16, 1024);
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < kBK / 16; ++kk) {
+        wgmma_m64n128k16_ss(d0, a0 + 2 * kk, b + 2 * kk, kt > 0 || kk > 0);
+        wgmma_m64n128k16_ss(d1, a1 + 2 * kk, b + 2 * kk, kt > 0 || kk > 0);
+      }
+      wgmma_commit();
+      wgmma_wait<1>();
+      if (kt > 0 && lane == 0) release(empty(static_cast<int>((g - 1) % kPStages)));
+    }
+    if (unit + unit_stride < units) named_barrier_arrive(their_turn, 256);
+    wgmma_wait<0>();
+    fence_registers(d0);
+    fence_registers(d1);
+    if (lane == 0) release(empty(static_cast<int>((g0 + k_tiles - 1) % kPStages)));
+    // Epilogue: this warp's 32 rows (16 of each half) through its quarter of the consumer's
+    // staging (chunk j of row r at j ^ (r & 7)), then 16 bytes per lane.
+    constexpr int kOutCols = kSwiglu ? kPBN / 2 : kPBN, kChunks = kOutCols / 8, kRowBytes = kOutCols * 2;
+    const uint32_t mine = staging + warp * 32 * kRowBytes;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float* d = h == 0 ? d0 : d1;
+#pragma unroll
+      for (int j = 0; j < kChunks; ++j) {
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          const int r = 16 * h + lane / 4 + 8 * half;
+          uint32_t packed;
+          if constexpr (kSwiglu) {
+            const float* gate = d + 4 * j + 2 * half;
+            const float* up = d + 4 * (j + 8) + 2 * half;
+            packed = pack_bf16x2(swiglu(gate[0], up[0]), swiglu(gate[1], up[1]));
+          } else {
+            packed = pack_bf16x2(d[4 * j + 2 * half], d[4 * j + 2 * half + 1]);
+          }
+          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(mine + r * kRowBytes + ((j ^ (r & 7)) * 16) + (lane % 4) * 4),
+                       "r"(packed));
+        }
+      }
+    }
+    __syncwarp();
+    constexpr int kRowsPerPass = 32 / kChunks;
+#pragma unroll
+    for (int i = 0; i < 32 / kRowsPerPass; ++i) {
+      const int r = i * kRowsPerPass + lane / kChunks, chunk = lane % kChunks;
+      const int tile_row = (r / 16) * 64 + warp * 16 + r % 16;  // staging row r: half r / 16
+      uint4 value;
+      asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                   : "=r"(value.x), "=r"(value.y), "=r"(value.z), "=r"(value.w)
+                   : "r"(mine + r * kRowBytes + ((chunk ^ (r & 7)) * 16)));
+      *reinterpret_cast<uint4*>(c + (int64_t{m_tile} * kPBM + tile_row) * ldc + int64_t{n_tile} * kOutCols + chunk * 8) =
+          value;
+    }
+    __syncwarp();  // the next tile rewrites the staging
+  }
+#elif defined(__CUDA_ARCH__)
+  __trap();
+#endif
+}
+
+template <bool kSwiglu, bool kPaired>
+void launch_pingpong(const bf16* a, const bf16* b, bf16* c, int64_t m, int64_t n, int64_t k, cudaStream_t stream) {
+  const CUtensorMap a_map = bf16_row_major_map(a, k, m, k, kBK, kPBM);
+  const CUtensorMap b_map = bf16_row_major_map(b, k, n, k, kBK, kPaired ? kPBN / 2 : kPBN);
+  static bool configured = false;
+  const auto kernel = gemm_pingpong_kernel<kSwiglu, kPaired>;
+  static int sms = 0;
+  if (!configured) {
+    MOSAIC_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kPSmemBytes));
+    MOSAIC_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    configured = true;
+  }
+  const int m_tiles = static_cast<int>(m / kPBM), n_tiles = static_cast<int>(n / kPBN), k_tiles = static_cast<int>(k / kBK);
+  const int64_t ldc = kSwiglu ? n / 2 : n;
+  const int ctas = std::min(m_tiles * n_tiles, sms / 2 * 2);
+  if constexpr (kPaired) {
+    cudaLaunchAttribute cluster{};
+    cluster.id = cudaLaunchAttributeClusterDimension;
+    cluster.val.clusterDim.x = 2, cluster.val.clusterDim.y = 1, cluster.val.clusterDim.z = 1;
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(ctas), config.blockDim = dim3(384), config.dynamicSmemBytes = kPSmemBytes;
+    config.stream = stream, config.attrs = &cluster, config.numAttrs = 1;
+    MOSAIC_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, a_map, b_map, c, ldc, m_tiles, n_tiles, k_tiles));
+  } else {
+    kernel<<<ctas, 384, kPSmemBytes, stream>>>(a_map, b_map, c, ldc, m_tiles, n_tiles, k_tiles);
+  }
+  MOSAIC_CUDA_CHECK_LAUNCH();
+}
+
 // cuBLASLt's heuristic choice for row-major C = A B^T (the engine's layout: column-major C^T = B A^T).
 struct Cublas {
   cublasLtHandle_t handle{};
@@ -320,10 +524,18 @@ void run_shape(const char* name, int64_t m, int64_t n, int64_t k, int repeats) {
       std::copy_n(&host_w[(blk * 128 + r) * k], k, &host_wi[(blk * 256 + r) * k]);
       std::copy_n(&host_w[(half + blk * 128 + r) * k], k, &host_wi[(blk * 256 + 128 + r) * k]);
     }
-  bf16 *a, *w, *wi, *c0, *c1, *h0, *h1;
+  // And in blocks of 64 for the ping-pong kernel's 128-row B tiles.
+  std::vector<uint16_t> host_wi64(n * k);
+  for (int64_t blk = 0; blk < half / 64; ++blk)
+    for (int64_t r = 0; r < 64; ++r) {
+      std::copy_n(&host_w[(blk * 64 + r) * k], k, &host_wi64[(blk * 128 + r) * k]);
+      std::copy_n(&host_w[(half + blk * 64 + r) * k], k, &host_wi64[(blk * 128 + 64 + r) * k]);
+    }
+  bf16 *a, *w, *wi, *wi64, *c0, *c1, *h0, *h1;
   MOSAIC_CUDA_CHECK(cudaMalloc(&a, m * k * 2));
   MOSAIC_CUDA_CHECK(cudaMalloc(&w, n * k * 2));
   MOSAIC_CUDA_CHECK(cudaMalloc(&wi, n * k * 2));
+  MOSAIC_CUDA_CHECK(cudaMalloc(&wi64, n * k * 2));
   MOSAIC_CUDA_CHECK(cudaMalloc(&c0, m * n * 2));
   MOSAIC_CUDA_CHECK(cudaMalloc(&c1, m * n * 2));
   MOSAIC_CUDA_CHECK(cudaMalloc(&h0, m * half * 2));
@@ -331,6 +543,7 @@ void run_shape(const char* name, int64_t m, int64_t n, int64_t k, int repeats) {
   MOSAIC_CUDA_CHECK(cudaMemcpy(a, host_a.data(), m * k * 2, cudaMemcpyHostToDevice));
   MOSAIC_CUDA_CHECK(cudaMemcpy(w, host_w.data(), n * k * 2, cudaMemcpyHostToDevice));
   MOSAIC_CUDA_CHECK(cudaMemcpy(wi, host_wi.data(), n * k * 2, cudaMemcpyHostToDevice));
+  MOSAIC_CUDA_CHECK(cudaMemcpy(wi64, host_wi64.data(), n * k * 2, cudaMemcpyHostToDevice));
 
   Cublas blas(m, n, k);
   Cublas blas_half(m, half, k);  // the engine's separate gate and up products
@@ -360,6 +573,21 @@ void run_shape(const char* name, int64_t m, int64_t n, int64_t k, int repeats) {
   launch<true, true, true>(a, wi, h1, m, n, k, nullptr);
   MOSAIC_CUDA_CHECK(cudaDeviceSynchronize());
   const int64_t differ_3 = count_differences(c0, c1, m * n), differ_3h = count_differences(h0, h1, m * half);
+  int64_t differ_4[2], differ_4h[2];
+  {
+    MOSAIC_CUDA_CHECK(cudaMemset(c1, 0, m * n * 2));
+    MOSAIC_CUDA_CHECK(cudaMemset(h1, 0, m * half * 2));
+    launch_pingpong<false, false>(a, w, c1, m, n, k, nullptr);
+    launch_pingpong<true, false>(a, wi64, h1, m, n, k, nullptr);
+    MOSAIC_CUDA_CHECK(cudaDeviceSynchronize());
+    differ_4[0] = count_differences(c0, c1, m * n), differ_4h[0] = count_differences(h0, h1, m * half);
+    MOSAIC_CUDA_CHECK(cudaMemset(c1, 0, m * n * 2));
+    MOSAIC_CUDA_CHECK(cudaMemset(h1, 0, m * half * 2));
+    launch_pingpong<false, true>(a, w, c1, m, n, k, nullptr);
+    launch_pingpong<true, true>(a, wi64, h1, m, n, k, nullptr);
+    MOSAIC_CUDA_CHECK(cudaDeviceSynchronize());
+    differ_4[1] = count_differences(c0, c1, m * n), differ_4h[1] = count_differences(h0, h1, m * half);
+  }
 
   const double flops = 2.0 * m * n * k;
   auto pause = [] { std::this_thread::sleep_for(std::chrono::milliseconds(500)); };
@@ -386,6 +614,14 @@ void run_shape(const char* name, int64_t m, int64_t n, int64_t k, int repeats) {
   pause();
   const float t_staged_fused = time_ms([&] { launch<true, true, true>(a, wi, h1, m, n, k, nullptr); }, repeats);
   pause();
+  const float t_pp = time_ms([&] { launch_pingpong<false, false>(a, w, c1, m, n, k, nullptr); }, repeats);
+  pause();
+  const float t_pp_fused = time_ms([&] { launch_pingpong<true, false>(a, wi64, h1, m, n, k, nullptr); }, repeats);
+  pause();
+  const float t_ppp = time_ms([&] { launch_pingpong<false, true>(a, w, c1, m, n, k, nullptr); }, repeats);
+  pause();
+  const float t_ppp_fused = time_ms([&] { launch_pingpong<true, true>(a, wi64, h1, m, n, k, nullptr); }, repeats);
+  pause();
   const float t_blas_again = time_ms([&] { blas.run(a, w, c0, nullptr); }, repeats);
   pause();
   const float t_unfused_again = time_ms(
@@ -408,7 +644,12 @@ void run_shape(const char* name, int64_t m, int64_t n, int64_t k, int repeats) {
               " | again: cuBLASLt %8.3f ms, unfused %8.3f ms\n",
               name, t_staged, flops / t_staged / 1e9, static_cast<long long>(differ_3), t_staged_fused,
               static_cast<long long>(differ_3h), t_blas_again, t_unfused_again);
-  for (bf16* p : {a, w, wi, c0, c1, h0, h1}) cudaFree(p);
+  std::printf("%-22s v4 (persistent ping-pong) %8.3f ms %6.1f TFLOP/s (%lld differ) | fused %8.3f ms (%lld differ)"
+              " | v4 paired %8.3f ms %6.1f TFLOP/s (%lld differ) | fused %8.3f ms (%lld differ)\n",
+              name, t_pp, flops / t_pp / 1e9, static_cast<long long>(differ_4[0]), t_pp_fused,
+              static_cast<long long>(differ_4h[0]), t_ppp, flops / t_ppp / 1e9, static_cast<long long>(differ_4[1]),
+              t_ppp_fused, static_cast<long long>(differ_4h[1]));
+  for (bf16* p : {a, w, wi, wi64, c0, c1, h0, h1}) cudaFree(p);
 }
 
 }  // namespace gemm_bench
