@@ -13,7 +13,9 @@
 // runs clusters of two CTAs on neighbouring row tiles that multicast halves of the shared B
 // tile; kStaged (v3) stages the epilogue in shared memory for 16-byte stores (v1: 4-byte stores
 // from the accumulator layout). gemm_pingpong_kernel (v4) is persistent, its two consumer
-// warpgroups taking 128 x 128 tiles in turn so that one's epilogue runs under the other's MMAs. With kSwiglu, B's rows are interleaved in blocks of 128 (gate
+// warpgroups taking 128 x 128 tiles in turn so that one's epilogue runs under the other's MMAs;
+// gemm_epilogue_warps_kernel (v5) is persistent with v3's tiles, the consumers staging bf16
+// results and the producer warpgroup's idle warps storing them under the next tile's MMAs. With kSwiglu, B's rows are interleaved in blocks of 128 (gate
 // rows, then the matching up rows) and the epilogue writes silu(g) u over 128 output columns per
 // tile, g and u rounded to bf16 first as the separate products would be.
 //
@@ -448,6 +450,172 @@ void launch_pingpong(const bf16* a, const bf16* b, bf16* c, int64_t m, int64_t n
   MOSAIC_CUDA_CHECK_LAUNCH();
 }
 
+// ---- v5: persistent, 128 x 256 tiles, the epilogue on the producer warpgroup's idle warps --------
+// The consumers (as in v3: two warpgroups, 64 rows each of a 128 x 256 tile, paired CTAs
+// multicasting B) round their accumulators to bf16 into 64 KiB of staging and go on with the
+// next tile; warps 1-3 of the producer warpgroup store the staged tile (with kSwiglu: silu(g) u
+// of its g and u halves) while the next tile's MMAs run. 3 stages of 48 KiB.
+constexpr int kEStages = 3;
+constexpr uint32_t kEStagingBytes = kBM * kBN * 2;
+constexpr int kESmemBytes = 1024 + kEStages * kStageBytes + kEStagingBytes + (2 * kEStages + 2) * 8;
+
+template <bool kSwiglu>
+__global__ void __launch_bounds__(384, 1)
+    gemm_epilogue_warps_kernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
+                               bf16* c, int64_t ldc, int m_tiles, int n_tiles, int k_tiles) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  const int m_units = m_tiles / 2, units = m_units * n_tiles;
+  const int first_unit = static_cast<int>(blockIdx.x) / 2, unit_stride = static_cast<int>(gridDim.x) / 2;
+  if (first_unit >= units) return;  // (both CTAs of a pair)
+  const uint32_t rank = cluster_rank();
+  auto tile_of = [&](int unit, int* m_tile, int* n_tile) {
+    const int per_group = kGroupM * n_tiles, group = unit / per_group;
+    const int first_m = group * kGroupM, group_rows = min(kGroupM, m_units - first_m);
+    const int in_group = unit % per_group;
+    *n_tile = in_group / group_rows;
+    *m_tile = 2 * (first_m + in_group % group_rows) + static_cast<int>(rank);
+  };
+  extern __shared__ unsigned char smem[];
+  const uint32_t base = (smem_address(smem) + 1023) & ~uint32_t{1023};
+  auto a_stage = [&](int s) { return base + s * kStageBytes; };
+  auto b_stage = [&](int s) { return base + s * kStageBytes + kABytes; };
+  const uint32_t staging = base + kEStages * kStageBytes;
+  const uint32_t bars = staging + kEStagingBytes;
+  auto full = [&](int s) { return bars + 8 * s; };
+  auto empty = [&](int s) { return bars + 8 * (kEStages + s); };
+  const uint32_t staged = bars + 8 * (2 * kEStages), drained = staged + 8;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kEStages; ++s) mbarrier_init(full(s), 1), mbarrier_init(empty(s), 16);
+    mbarrier_init(staged, 8), mbarrier_init(drained, 3);
+  }
+  fence_mbarrier_init();
+  cluster_sync();
+  constexpr int kRowBytes = kBN * 2;  // staging row: 256 bf16, 16-byte chunk j at j ^ (r & 7)
+  const int warpgroup = threadIdx.x / 128, warp_in_group = threadIdx.x % 128 / 32, lane = threadIdx.x % 32;
+  if (warpgroup == 0) {
+    release_registers<56>();
+    if (warp_in_group == 0) {  // the producer
+      if (lane == 0) {
+        int64_t g = 0;
+        for (int unit = first_unit; unit < units; unit += unit_stride) {
+          int m_tile, n_tile;
+          tile_of(unit, &m_tile, &n_tile);
+          for (int kt = 0; kt < k_tiles; ++kt, ++g) {
+            const int s = static_cast<int>(g % kEStages);
+            const int64_t round = g / kEStages;
+            if (round > 0) mbarrier_wait(empty(s), static_cast<uint32_t>((round - 1) & 1));
+            mbarrier_arrive_expect_bytes(full(s), kStageBytes);
+            tma_load_2d(a_stage(s), &a_map, kt * kBK, m_tile * kBM, full(s));
+            tma_load_2d_multicast(b_stage(s) + rank * (kBBytes / 2), &b_map, kt * kBK,
+                                  n_tile * kBN + static_cast<int>(rank) * (kBN / 2), full(s), 0b11);
+          }
+        }
+        for (int64_t last = g > kEStages ? g - kEStages : 0; last < g; ++last)
+          mbarrier_wait(empty(static_cast<int>(last % kEStages)), static_cast<uint32_t>((last / kEStages) & 1));
+      }
+      return;
+    }
+    // The epilogue: 96 threads store each staged tile.
+    const int t = threadIdx.x - 32;
+    constexpr int kOutChunks = kSwiglu ? kBN / 16 : kBN / 8;  // 16-byte chunks of an output row
+    int local = 0;
+    for (int unit = first_unit; unit < units; unit += unit_stride, ++local) {
+      int m_tile, n_tile;
+      tile_of(unit, &m_tile, &n_tile);
+      mbarrier_wait(staged, static_cast<uint32_t>(local & 1));
+      bf16* out = c + int64_t{m_tile} * kBM * ldc + int64_t{n_tile} * (kSwiglu ? kBN / 2 : kBN);
+      for (int item = t; item < kBM * kOutChunks; item += 96) {
+        const int r = item / kOutChunks, chunk = item % kOutChunks;
+        uint4 value;
+        asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(value.x), "=r"(value.y), "=r"(value.z), "=r"(value.w)
+                     : "r"(staging + r * kRowBytes + ((chunk ^ (r & 7)) * 16)));
+        if constexpr (kSwiglu) {
+          uint4 up;
+          const int up_chunk = chunk + kBN / 16;
+          asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                       : "=r"(up.x), "=r"(up.y), "=r"(up.z), "=r"(up.w)
+                       : "r"(staging + r * kRowBytes + ((up_chunk ^ (r & 7)) * 16)));
+          uint32_t* gv = &value.x;
+          const uint32_t* uv = &up.x;
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const float g0 = bf16_low(gv[e]), g1 = bf16_high(gv[e]), u0 = bf16_low(uv[e]), u1 = bf16_high(uv[e]);
+            gv[e] = pack_bf16x2(g0 / (1.0f + expf(-g0)) * u0, g1 / (1.0f + expf(-g1)) * u1);
+          }
+        }
+        *reinterpret_cast<uint4*>(out + int64_t{r} * ldc + chunk * 8) = value;
+      }
+      __syncwarp();
+      if (lane == 0) mbarrier_arrive(drained);
+    }
+    return;
+  }
+  claim_registers<224>();
+  const int consumer = warpgroup - 1;
+  auto release = [&](uint32_t bar) { mbarrier_arrive_in_cta(bar, 0), mbarrier_arrive_in_cta(bar, 1); };
+  float d[128];
+  int local = 0;
+  for (int unit = first_unit; unit < units; unit += unit_stride, ++local) {
+    const int64_t g0 = int64_t{local} * k_tiles;
+    for (int kt = 0; kt < k_tiles; ++kt) {
+      const int64_t g = g0 + kt;
+      const int s = static_cast<int>(g % kEStages);
+      mbarrier_wait(full(s), static_cast<uint32_t>((g / kEStages) & 1));
+      const uint64_t a = smem_descriptor(a_stage(s) + consumer * 64 * 128, 16, 1024);
+      const uint64_t b = smem_descriptor(b_stage(s), 16, 1024);
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < kBK / 16; ++kk) wgmma_m64n256k16_ss(d, a + 2 * kk, b + 2 * kk, kt > 0 || kk > 0);
+      wgmma_commit();
+      wgmma_wait<1>();
+      if (kt > 0 && lane == 0) release(empty(static_cast<int>((g - 1) % kEStages)));
+    }
+    wgmma_wait<0>();
+    fence_registers(d);
+    if (lane == 0) release(empty(static_cast<int>((g0 + k_tiles - 1) % kEStages)));
+    if (local > 0) mbarrier_wait(drained, static_cast<uint32_t>((local - 1) & 1));  // the last tile is out
+#pragma unroll
+    for (int j = 0; j < 32; ++j) {
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int r = consumer * 64 + warp_in_group * 16 + lane / 4 + 8 * half;
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(staging + r * kRowBytes + ((j ^ (r & 7)) * 16) + (lane % 4) * 4),
+                     "r"(pack_bf16x2(d[4 * j + 2 * half], d[4 * j + 2 * half + 1])));
+      }
+    }
+    __syncwarp();
+    if (lane == 0) mbarrier_arrive(staged);
+  }
+#elif defined(__CUDA_ARCH__)
+  __trap();
+#endif
+}
+
+template <bool kSwiglu>
+void launch_epilogue_warps(const bf16* a, const bf16* b, bf16* c, int64_t m, int64_t n, int64_t k, cudaStream_t stream) {
+  const CUtensorMap a_map = bf16_row_major_map(a, k, m, k, kBK, kBM);
+  const CUtensorMap b_map = bf16_row_major_map(b, k, n, k, kBK, kBN / 2);
+  static bool configured = false;
+  const auto kernel = gemm_epilogue_warps_kernel<kSwiglu>;
+  static int sms = 0;
+  if (!configured) {
+    MOSAIC_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kESmemBytes));
+    MOSAIC_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    configured = true;
+  }
+  const int m_tiles = static_cast<int>(m / kBM), n_tiles = static_cast<int>(n / kBN), k_tiles = static_cast<int>(k / kBK);
+  const int ctas = std::min(m_tiles * n_tiles, sms / 2 * 2);
+  cudaLaunchAttribute cluster{};
+  cluster.id = cudaLaunchAttributeClusterDimension;
+  cluster.val.clusterDim.x = 2, cluster.val.clusterDim.y = 1, cluster.val.clusterDim.z = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(ctas), config.blockDim = dim3(384), config.dynamicSmemBytes = kESmemBytes;
+  config.stream = stream, config.attrs = &cluster, config.numAttrs = 1;
+  MOSAIC_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, a_map, b_map, c, kSwiglu ? n / 2 : n, m_tiles, n_tiles, k_tiles));
+  MOSAIC_CUDA_CHECK_LAUNCH();
+}
+
 // cuBLASLt's heuristic choice for row-major C = A B^T (the engine's layout: column-major C^T = B A^T).
 struct Cublas {
   cublasLtHandle_t handle{};
@@ -588,6 +756,12 @@ void run_shape(const char* name, int64_t m, int64_t n, int64_t k, int repeats) {
     MOSAIC_CUDA_CHECK(cudaDeviceSynchronize());
     differ_4[1] = count_differences(c0, c1, m * n), differ_4h[1] = count_differences(h0, h1, m * half);
   }
+  MOSAIC_CUDA_CHECK(cudaMemset(c1, 0, m * n * 2));
+  MOSAIC_CUDA_CHECK(cudaMemset(h1, 0, m * half * 2));
+  launch_epilogue_warps<false>(a, w, c1, m, n, k, nullptr);
+  launch_epilogue_warps<true>(a, wi, h1, m, n, k, nullptr);
+  MOSAIC_CUDA_CHECK(cudaDeviceSynchronize());
+  const int64_t differ_5 = count_differences(c0, c1, m * n), differ_5h = count_differences(h0, h1, m * half);
 
   const double flops = 2.0 * m * n * k;
   auto pause = [] { std::this_thread::sleep_for(std::chrono::milliseconds(500)); };
@@ -622,6 +796,10 @@ void run_shape(const char* name, int64_t m, int64_t n, int64_t k, int repeats) {
   pause();
   const float t_ppp_fused = time_ms([&] { launch_pingpong<true, true>(a, wi64, h1, m, n, k, nullptr); }, repeats);
   pause();
+  const float t_ew = time_ms([&] { launch_epilogue_warps<false>(a, w, c1, m, n, k, nullptr); }, repeats);
+  pause();
+  const float t_ew_fused = time_ms([&] { launch_epilogue_warps<true>(a, wi, h1, m, n, k, nullptr); }, repeats);
+  pause();
   const float t_blas_again = time_ms([&] { blas.run(a, w, c0, nullptr); }, repeats);
   pause();
   const float t_unfused_again = time_ms(
@@ -649,6 +827,9 @@ void run_shape(const char* name, int64_t m, int64_t n, int64_t k, int repeats) {
               name, t_pp, flops / t_pp / 1e9, static_cast<long long>(differ_4[0]), t_pp_fused,
               static_cast<long long>(differ_4h[0]), t_ppp, flops / t_ppp / 1e9, static_cast<long long>(differ_4[1]),
               t_ppp_fused, static_cast<long long>(differ_4h[1]));
+  std::printf("%-22s v5 (persistent, epilogue warps) %8.3f ms %6.1f TFLOP/s (%lld differ) | fused %8.3f ms (%lld differ)\n",
+              name, t_ew, flops / t_ew / 1e9, static_cast<long long>(differ_5), t_ew_fused,
+              static_cast<long long>(differ_5h));
   for (bf16* p : {a, w, wi, wi64, c0, c1, h0, h1}) cudaFree(p);
 }
 
