@@ -21,10 +21,11 @@
 //
 // It prints, per shape: cuBLASLt's time and each variant's, plain and fused, against cuBLASLt's
 // separate gate and up products plus the engine's SwiGLU kernel, and how many outputs differ
-// from cuBLASLt's (plain) or from that unfused path (fused). It includes the engine's Hopper
-// attention file for its PTX helpers (mbarriers, TMA, wgmma) and elementwise.cu for SwiGLU.
-#include "backend/cuda/attention_sm90.cu"
+// from cuBLASLt's (plain) or from that unfused path (fused). It uses the engine's Hopper PTX
+// helpers (backend/cuda/sm90_ptx.cuh) and includes elementwise.cu for its SwiGLU kernel.
+#include "backend/cuda/cuda_check.h"
 #include "backend/cuda/elementwise.cu"
+#include "backend/cuda/sm90_ptx.cuh"
 #include "backend/cuda/tensor_map.cc"
 
 #include <cublasLt.h>
@@ -47,8 +48,12 @@
     }                                                                                             \
   } while (0)
 
-namespace mosaic::cuda::hopper {
-namespace gemm_bench {
+namespace mosaic::cuda::gemm_bench {
+
+using namespace ptx;
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+using namespace sm90;
+#endif
 
 using bf16 = __nv_bfloat16;
 constexpr int kBM = 128, kBN = 256, kBK = 64, kStages = 4, kGroupM = 8;
@@ -833,11 +838,10 @@ void run_shape(const char* name, int64_t m, int64_t n, int64_t k, int repeats) {
   for (bf16* p : {a, w, wi, wi64, c0, c1, h0, h1}) cudaFree(p);
 }
 
-}  // namespace gemm_bench
-}  // namespace mosaic::cuda::hopper
+}  // namespace mosaic::cuda::gemm_bench
 
 int main(int argc, char** argv) {
-  using mosaic::cuda::hopper::gemm_bench::run_shape;
+  using mosaic::cuda::gemm_bench::run_shape;
   const int rounds = argc > 1 ? std::atoi(argv[1]) : 1;
   for (int round = 0; round < rounds; ++round) {
     run_shape("LLaDA-8B gate+up, 4k", 4096, 24576, 4096, 20);
