@@ -73,6 +73,23 @@ __device__ __forceinline__ void wgmma_m64n256k16_ss(float (&d)[128], uint64_t a,
 }
 #endif
 
+// The tile of work unit `unit`: units are row tiles (paired: pairs of neighbouring row tiles, the
+// CTA of rank `rank` taking the first or second) by column tiles, rastered in groups of kGroupM
+// row units that walk the column tiles together, so that concurrent CTAs share B tiles in L2.
+struct TileRaster {
+  int m_units, n_tiles;
+  bool paired;
+  uint32_t rank;
+  __device__ __forceinline__ void tile(int unit, int* m_tile, int* n_tile) const {
+    const int per_group = kGroupM * n_tiles, group = unit / per_group;
+    const int first_m = group * kGroupM, group_rows = min(kGroupM, m_units - first_m);
+    const int in_group = unit % per_group;
+    const int m_unit = first_m + in_group % group_rows;
+    *n_tile = in_group / group_rows;
+    *m_tile = paired ? 2 * m_unit + static_cast<int>(rank) : m_unit;
+  }
+};
+
 // kPaired (v2): clusters of two CTAs on neighbouring row tiles and the same column tile; each
 // loads half of the B tile (128 rows, b_map's box) and multicasts it into both, so that what
 // travels from L2 per CTA and K step falls from 48 to 32 KiB; a stage is free again once the
@@ -83,15 +100,10 @@ __global__ void __launch_bounds__(384, 1)
     gemm_kernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map, bf16* c,
                 int64_t ldc, int m_tiles, int n_tiles, int k_tiles) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  // Rastered in groups of kGroupM row tiles (pairs: row-tile pairs) that walk the column tiles.
-  const int unit = kPaired ? static_cast<int>(blockIdx.x) / 2 : static_cast<int>(blockIdx.x);
-  const int m_units = kPaired ? m_tiles / 2 : m_tiles;
-  const int per_group = kGroupM * n_tiles, group = unit / per_group;
-  const int first_m = group * kGroupM, group_rows = min(kGroupM, m_units - first_m);
-  const int in_group = unit % per_group;
-  const int m_unit = first_m + in_group % group_rows, n_tile = in_group / group_rows;
   const uint32_t rank = kPaired ? cluster_rank() : 0;
-  const int m_tile = kPaired ? 2 * m_unit + static_cast<int>(rank) : m_unit;
+  const TileRaster raster{kPaired ? m_tiles / 2 : m_tiles, n_tiles, kPaired, rank};
+  int m_tile, n_tile;
+  raster.tile(kPaired ? static_cast<int>(blockIdx.x) / 2 : static_cast<int>(blockIdx.x), &m_tile, &n_tile);
 
   extern __shared__ unsigned char smem[];
   const uint32_t base = (smem_address(smem) + 1023) & ~uint32_t{1023};
@@ -275,14 +287,8 @@ __global__ void __launch_bounds__(384, 1)
   if (first_unit >= units) return;  // (both CTAs of a pair)
   const int unit_stride = kPaired ? static_cast<int>(gridDim.x) / 2 : static_cast<int>(gridDim.x);
   const uint32_t rank = kPaired ? cluster_rank() : 0;
-  auto tile_of = [&](int unit, int* m_tile, int* n_tile) {  // rastered in groups of kGroupM row units
-    const int per_group = kGroupM * n_tiles, group = unit / per_group;
-    const int first_m = group * kGroupM, group_rows = min(kGroupM, m_units - first_m);
-    const int in_group = unit % per_group;
-    const int m_unit = first_m + in_group % group_rows;
-    *n_tile = in_group / group_rows;
-    *m_tile = kPaired ? 2 * m_unit + static_cast<int>(rank) : m_unit;
-  };
+  const TileRaster raster{m_units, n_tiles, kPaired, rank};
+  auto tile_of = [&](int unit, int* m_tile, int* n_tile) { raster.tile(unit, m_tile, n_tile); };
 
   extern __shared__ unsigned char smem[];
   const uint32_t base = (smem_address(smem) + 1023) & ~uint32_t{1023};
@@ -473,13 +479,8 @@ __global__ void __launch_bounds__(384, 1)
   const int first_unit = static_cast<int>(blockIdx.x) / 2, unit_stride = static_cast<int>(gridDim.x) / 2;
   if (first_unit >= units) return;  // (both CTAs of a pair)
   const uint32_t rank = cluster_rank();
-  auto tile_of = [&](int unit, int* m_tile, int* n_tile) {
-    const int per_group = kGroupM * n_tiles, group = unit / per_group;
-    const int first_m = group * kGroupM, group_rows = min(kGroupM, m_units - first_m);
-    const int in_group = unit % per_group;
-    *n_tile = in_group / group_rows;
-    *m_tile = 2 * (first_m + in_group % group_rows) + static_cast<int>(rank);
-  };
+  const TileRaster raster{m_units, n_tiles, true, rank};
+  auto tile_of = [&](int unit, int* m_tile, int* n_tile) { raster.tile(unit, m_tile, n_tile); };
   extern __shared__ unsigned char smem[];
   const uint32_t base = (smem_address(smem) + 1023) & ~uint32_t{1023};
   auto a_stage = [&](int s) { return base + s * kStageBytes; };
