@@ -18,6 +18,7 @@
 #include <type_traits>
 
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/swiglu_math.cuh"
 
 namespace mosaic::cuda {
 namespace {
@@ -196,7 +197,7 @@ __global__ void swiglu_kernel(ChunkGrid grid, bf16* gate, int64_t gate_stride, c
     load_chunk<kAligned>(gate + r * gate_stride + c, count, g);
     load_chunk<kAligned>(up + r * up_stride + c, count, u);
 #pragma unroll
-    for (int e = 0; e < kChunk; ++e) g[e] = g[e] / (1.0f + expf(-g[e])) * u[e];  // -> -0 for g << 0
+    for (int e = 0; e < kChunk; ++e) g[e] = silu_times(g[e], u[e]);
     store_chunk<kAligned>(gate + r * gate_stride + c, count, g);
   }
 }
