@@ -10,6 +10,7 @@
 #include "backend/cuda/attention.cu"
 #include "backend/cuda/attention_sm90.cu"
 #include "backend/cuda/tensor_map.cc"
+#include "bench_timing.cuh"
 
 #include <chrono>
 #include <cmath>
@@ -60,24 +61,6 @@ struct Case {
   int q_heads, kv_heads, head_dim;
   bool fused_qkv = false;  // q, k, v interleaved per token as the QKV projection writes them (timing only)
 };
-
-// Milliseconds per call of `launch` (one untimed warm-up call first).
-template <typename Launch>
-float time_ms(Launch launch, int repeats) {
-  launch();
-  cudaEvent_t start, stop;
-  MOSAIC_CUDA_CHECK(cudaEventCreate(&start));
-  MOSAIC_CUDA_CHECK(cudaEventCreate(&stop));
-  MOSAIC_CUDA_CHECK(cudaEventRecord(start));
-  for (int i = 0; i < repeats; ++i) launch();
-  MOSAIC_CUDA_CHECK(cudaEventRecord(stop));
-  MOSAIC_CUDA_CHECK(cudaEventSynchronize(stop));
-  float ms = 0;
-  MOSAIC_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-  MOSAIC_CUDA_CHECK(cudaEventDestroy(start));
-  MOSAIC_CUDA_CHECK(cudaEventDestroy(stop));
-  return ms / repeats;
-}
 
 // One variant of the warp-specialised kernel.
 template <bool kSkipUnitRescale, bool kQInRegisters, bool kTmaLoads,

@@ -26,7 +26,9 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/elementwise.cu"
 #include "backend/cuda/sm90_ptx.cuh"
+#include "backend/cuda/swiglu_math.cuh"
 #include "backend/cuda/tensor_map.cc"
+#include "bench_timing.cuh"
 
 #include <cublasLt.h>
 
@@ -73,6 +75,36 @@ __device__ __forceinline__ void wgmma_m64n256k16_ss(float (&d)[128], uint64_t a,
 }
 #endif
 
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// SwiGLU of two fp32 accumulators, each rounded to bf16 first as the separate products' outputs
+// would be: the unfused path's bits.
+__device__ __forceinline__ float swiglu_of_accumulators(float g, float u) {
+  return silu_times(__bfloat162float(__float2bfloat16_rn(g)), __bfloat162float(__float2bfloat16_rn(u)));
+}
+
+// The barriers initialised by thread 0 become visible to the CTA (paired: to both CTAs of the
+// cluster, which arrive on each other's barriers and multicast into each other's stages).
+template <bool kPaired>
+__device__ __forceinline__ void publish_barriers() {
+  if constexpr (kPaired) {
+    fence_mbarrier_init();
+    cluster_sync();
+  } else {
+    __syncthreads();
+  }
+}
+
+// A consumer warp's release of a stage: on this CTA's empty barrier, or (paired) on both CTAs'.
+template <bool kPaired>
+__device__ __forceinline__ void release_stage(uint32_t bar) {
+  if constexpr (kPaired) {
+    mbarrier_arrive_in_cta(bar, 0), mbarrier_arrive_in_cta(bar, 1);
+  } else {
+    mbarrier_arrive(bar);
+  }
+}
+#endif
+
 // The tile of work unit `unit`: units are row tiles (paired: pairs of neighbouring row tiles, the
 // CTA of rank `rank` taking the first or second) by column tiles, rastered in groups of kGroupM
 // row units that walk the column tiles together, so that concurrent CTAs share B tiles in L2.
@@ -115,12 +147,7 @@ __global__ void __launch_bounds__(384, 1)
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) mbarrier_init(full(s), 1), mbarrier_init(empty(s), kPaired ? 16 : 8);
   }
-  if constexpr (kPaired) {
-    fence_mbarrier_init();
-    cluster_sync();
-  } else {
-    __syncthreads();
-  }
+  publish_barriers<kPaired>();
   const int warpgroup = threadIdx.x / 128;
   if (warpgroup == 0) {
     release_registers<40>();
@@ -146,13 +173,7 @@ __global__ void __launch_bounds__(384, 1)
   }
   claim_registers<232>();
   const int consumer = warpgroup - 1;
-  auto release = [&](uint32_t bar) {
-    if constexpr (kPaired) {
-      mbarrier_arrive_in_cta(bar, 0), mbarrier_arrive_in_cta(bar, 1);
-    } else {
-      mbarrier_arrive(bar);
-    }
-  };
+  auto release = [](uint32_t bar) { release_stage<kPaired>(bar); };
   // No zeroing: the first MMA ignores d (scale-d 0), so no ordinary instruction writes the
   // accumulators inside the MMA pipeline (ptxas would serialise every wgmma).
   float d[128];
@@ -175,10 +196,7 @@ __global__ void __launch_bounds__(384, 1)
   // (+ 8 for e >= 2) of the warp's 16, column 8j + 2 (lane % 4) + (e & 1).
   const int warp = threadIdx.x % 128 / 32, lane = threadIdx.x % 32;
   const int64_t row = int64_t{m_tile} * kBM + consumer * 64 + warp * 16 + lane / 4;
-  auto swiglu = [](float g, float u) {
-    g = __bfloat162float(__float2bfloat16_rn(g)), u = __bfloat162float(__float2bfloat16_rn(u));
-    return g / (1.0f + expf(-g)) * u;
-  };
+  constexpr auto swiglu = swiglu_of_accumulators;
   if constexpr (kStaged) {
     // This warp's 16 rows go through its consumer's rows of A stage `warp` (8 KiB that only this
     // consumer's MMAs read, all completed; every TMA write has landed), 16-byte chunk j of row r
@@ -301,12 +319,7 @@ __global__ void __launch_bounds__(384, 1)
   if (threadIdx.x == 0) {
     for (int s = 0; s < kPStages; ++s) mbarrier_init(full(s), 1), mbarrier_init(empty(s), kPaired ? 8 : 4);
   }
-  if constexpr (kPaired) {
-    fence_mbarrier_init();
-    cluster_sync();
-  } else {
-    __syncthreads();
-  }
+  publish_barriers<kPaired>();
   const int warpgroup = threadIdx.x / 128;
   if (warpgroup == 0) {
     release_registers<40>();
@@ -339,17 +352,8 @@ __global__ void __launch_bounds__(384, 1)
   claim_registers<232>();
   const int consumer = warpgroup - 1;
   const int warp = threadIdx.x % 128 / 32, lane = threadIdx.x % 32;
-  auto release = [&](uint32_t bar) {
-    if constexpr (kPaired) {
-      mbarrier_arrive_in_cta(bar, 0), mbarrier_arrive_in_cta(bar, 1);
-    } else {
-      mbarrier_arrive(bar);
-    }
-  };
-  auto swiglu = [](float g, float u) {
-    g = __bfloat162float(__float2bfloat16_rn(g)), u = __bfloat162float(__float2bfloat16_rn(u));
-    return g / (1.0f + expf(-g)) * u;
-  };
+  auto release = [](uint32_t bar) { release_stage<kPaired>(bar); };
+  constexpr auto swiglu = swiglu_of_accumulators;
   const uint32_t staging = staging0 + consumer * kPStagingBytes;
   // Turns (named barrier 1 + c is consumer c's): a consumer waits for the stages of its tile only
   // after the other has waited for all of the previous tile's. Without them a consumer could test
@@ -494,8 +498,7 @@ __global__ void __launch_bounds__(384, 1)
     for (int s = 0; s < kEStages; ++s) mbarrier_init(full(s), 1), mbarrier_init(empty(s), 16);
     mbarrier_init(staged, 8), mbarrier_init(drained, 3);
   }
-  fence_mbarrier_init();
-  cluster_sync();
+  publish_barriers<true>();
   constexpr int kRowBytes = kBN * 2;  // staging row: 256 bf16, 16-byte chunk j at j ^ (r & 7)
   const int warpgroup = threadIdx.x / 128, warp_in_group = threadIdx.x % 128 / 32, lane = threadIdx.x % 32;
   if (warpgroup == 0) {
@@ -547,7 +550,7 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
             const float g0 = bf16_low(gv[e]), g1 = bf16_high(gv[e]), u0 = bf16_low(uv[e]), u1 = bf16_high(uv[e]);
-            gv[e] = pack_bf16x2(g0 / (1.0f + expf(-g0)) * u0, g1 / (1.0f + expf(-g1)) * u1);
+            gv[e] = pack_bf16x2(silu_times(g0, u0), silu_times(g1, u1));
           }
         }
         *reinterpret_cast<uint4*>(out + int64_t{r} * ldc + chunk * 8) = value;
@@ -559,7 +562,7 @@ __global__ void __launch_bounds__(384, 1)
   }
   claim_registers<224>();
   const int consumer = warpgroup - 1;
-  auto release = [&](uint32_t bar) { mbarrier_arrive_in_cta(bar, 0), mbarrier_arrive_in_cta(bar, 1); };
+  auto release = [](uint32_t bar) { release_stage<true>(bar); };
   float d[128];
   int local = 0;
   for (int unit = first_unit; unit < units; unit += unit_stride, ++local) {
@@ -658,22 +661,6 @@ struct Cublas {
   }
 };
 
-template <typename Launch>
-float time_ms(Launch launch, int repeats) {
-  for (int i = 0; i < 3; ++i) launch();
-  cudaEvent_t start, stop;
-  MOSAIC_CUDA_CHECK(cudaEventCreate(&start));
-  MOSAIC_CUDA_CHECK(cudaEventCreate(&stop));
-  MOSAIC_CUDA_CHECK(cudaEventRecord(start));
-  for (int i = 0; i < repeats; ++i) launch();
-  MOSAIC_CUDA_CHECK(cudaEventRecord(stop));
-  MOSAIC_CUDA_CHECK(cudaEventSynchronize(stop));
-  float ms = 0;
-  MOSAIC_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-  cudaEventDestroy(start), cudaEventDestroy(stop);
-  return ms / repeats;
-}
-
 int64_t count_differences(const bf16* x, const bf16* y, int64_t count) {
   std::vector<uint16_t> hx(count), hy(count);
   MOSAIC_CUDA_CHECK(cudaMemcpy(hx.data(), x, count * 2, cudaMemcpyDeviceToHost));
@@ -770,11 +757,12 @@ void run_shape(const char* name, int64_t m, int64_t n, int64_t k, int repeats) {
   const int64_t differ_5 = count_differences(c0, c1, m * n), differ_5h = count_differences(h0, h1, m * half);
 
   const double flops = 2.0 * m * n * k;
+  constexpr int kWarmups = 3;  // untimed calls before each timing
   auto pause = [] { std::this_thread::sleep_for(std::chrono::milliseconds(500)); };
   pause();
-  const float t_blas = time_ms([&] { blas.run(a, w, c0, nullptr); }, repeats);
+  const float t_blas = time_ms([&] { blas.run(a, w, c0, nullptr); }, repeats, kWarmups);
   pause();
-  const float t_mine = time_ms([&] { launch<false>(a, w, c1, m, n, k, nullptr); }, repeats);
+  const float t_mine = time_ms([&] { launch<false>(a, w, c1, m, n, k, nullptr); }, repeats, kWarmups);
   pause();
   const float t_unfused = time_ms(
       [&] {
@@ -782,31 +770,31 @@ void run_shape(const char* name, int64_t m, int64_t n, int64_t k, int repeats) {
         blas_half.run(a, w + half * k, c0 + m * half, nullptr);
         swiglu(m, half, c0, half, c0 + m * half, half, nullptr);
       },
-      repeats);
+      repeats, kWarmups);
   pause();
-  const float t_fused = time_ms([&] { launch<true>(a, wi, h1, m, n, k, nullptr); }, repeats);
+  const float t_fused = time_ms([&] { launch<true>(a, wi, h1, m, n, k, nullptr); }, repeats, kWarmups);
   pause();
-  const float t_paired = time_ms([&] { launch<false, true>(a, w, c1, m, n, k, nullptr); }, repeats);
+  const float t_paired = time_ms([&] { launch<false, true>(a, w, c1, m, n, k, nullptr); }, repeats, kWarmups);
   pause();
-  const float t_paired_fused = time_ms([&] { launch<true, true>(a, wi, h1, m, n, k, nullptr); }, repeats);
+  const float t_paired_fused = time_ms([&] { launch<true, true>(a, wi, h1, m, n, k, nullptr); }, repeats, kWarmups);
   pause();
-  const float t_staged = time_ms([&] { launch<false, true, true>(a, w, c1, m, n, k, nullptr); }, repeats);
+  const float t_staged = time_ms([&] { launch<false, true, true>(a, w, c1, m, n, k, nullptr); }, repeats, kWarmups);
   pause();
-  const float t_staged_fused = time_ms([&] { launch<true, true, true>(a, wi, h1, m, n, k, nullptr); }, repeats);
+  const float t_staged_fused = time_ms([&] { launch<true, true, true>(a, wi, h1, m, n, k, nullptr); }, repeats, kWarmups);
   pause();
-  const float t_pp = time_ms([&] { launch_pingpong<false, false>(a, w, c1, m, n, k, nullptr); }, repeats);
+  const float t_pp = time_ms([&] { launch_pingpong<false, false>(a, w, c1, m, n, k, nullptr); }, repeats, kWarmups);
   pause();
-  const float t_pp_fused = time_ms([&] { launch_pingpong<true, false>(a, wi64, h1, m, n, k, nullptr); }, repeats);
+  const float t_pp_fused = time_ms([&] { launch_pingpong<true, false>(a, wi64, h1, m, n, k, nullptr); }, repeats, kWarmups);
   pause();
-  const float t_ppp = time_ms([&] { launch_pingpong<false, true>(a, w, c1, m, n, k, nullptr); }, repeats);
+  const float t_ppp = time_ms([&] { launch_pingpong<false, true>(a, w, c1, m, n, k, nullptr); }, repeats, kWarmups);
   pause();
-  const float t_ppp_fused = time_ms([&] { launch_pingpong<true, true>(a, wi64, h1, m, n, k, nullptr); }, repeats);
+  const float t_ppp_fused = time_ms([&] { launch_pingpong<true, true>(a, wi64, h1, m, n, k, nullptr); }, repeats, kWarmups);
   pause();
-  const float t_ew = time_ms([&] { launch_epilogue_warps<false>(a, w, c1, m, n, k, nullptr); }, repeats);
+  const float t_ew = time_ms([&] { launch_epilogue_warps<false>(a, w, c1, m, n, k, nullptr); }, repeats, kWarmups);
   pause();
-  const float t_ew_fused = time_ms([&] { launch_epilogue_warps<true>(a, wi, h1, m, n, k, nullptr); }, repeats);
+  const float t_ew_fused = time_ms([&] { launch_epilogue_warps<true>(a, wi, h1, m, n, k, nullptr); }, repeats, kWarmups);
   pause();
-  const float t_blas_again = time_ms([&] { blas.run(a, w, c0, nullptr); }, repeats);
+  const float t_blas_again = time_ms([&] { blas.run(a, w, c0, nullptr); }, repeats, kWarmups);
   pause();
   const float t_unfused_again = time_ms(
       [&] {
@@ -814,7 +802,7 @@ void run_shape(const char* name, int64_t m, int64_t n, int64_t k, int repeats) {
         blas_half.run(a, w + half * k, c0 + m * half, nullptr);
         swiglu(m, half, c0, half, c0 + m * half, half, nullptr);
       },
-      repeats);
+      repeats, kWarmups);
   std::printf("%-22s m=%6lld n=%6lld k=%5lld | cuBLASLt %8.3f ms %6.1f TFLOP/s | v1 %8.3f ms %6.1f TFLOP/s "
               "(%lld of %lld outputs differ) | gate+up+SwiGLU unfused %8.3f ms, fused %8.3f ms (%lld of %lld differ)\n",
               name, static_cast<long long>(m), static_cast<long long>(n), static_cast<long long>(k), t_blas,
