@@ -17,10 +17,10 @@ std::optional<AttentionTailSplit> attention_tail_split(const Graph& graph, size_
   // Whole pairs of 128-row query tiles before the split, so that the head part runs in the
   // attention kernels' paired CTAs where the whole op would.
   constexpr int64_t kQueryTilePair = 256;
+  const int64_t head_rows = (attention.rows - kAttentionTailRows) / kQueryTilePair * kQueryTilePair;
   AttentionTailSplit split;
-  split.head_rows = (attention.rows - kAttentionTailRows) / kQueryTilePair * kQueryTilePair;
-  split.head = segment, split.head.q_count = split.head_rows;
-  split.tail = segment, split.tail.q_begin = split.head_rows, split.tail.q_count = attention.rows - split.head_rows;
+  split.head = segment, split.head.q_count = head_rows;
+  split.tail = segment, split.tail.q_begin = head_rows, split.tail.q_count = attention.rows - head_rows;
   return split;
 }
 

@@ -33,7 +33,7 @@ inline constexpr int64_t kAttentionTailRows = 512;
 
 struct AttentionTailSplit {
   AttentionSegment head, tail;  // the op's one segment, its query rows before and from the split
-  int64_t head_rows = 0;        // = head.q_count; the o-projection's rows before the split
+  int64_t head_rows() const { return head.q_count; }  // the o-projection's rows before the split
 };
 
 // Whether graph.ops[index] is an attention op to split, and where: one segment whose query rows

@@ -28,7 +28,7 @@ TEST(AttentionTailSplit, SplitsLongSingleSequenceOpsAtAQueryTile) {
     const std::optional<AttentionTailSplit> split = attention_tail_split(graph, ops[n]);
     ASSERT_TRUE(split.has_value()) << "attention op " << ops[n];
     // 9000 - 512 = 8488 rows, down to a multiple of 256: 8448; the tail keeps 552.
-    EXPECT_EQ(split->head_rows, 8448);
+    EXPECT_EQ(split->head_rows(), 8448);
     EXPECT_EQ(split->head.q_begin, 0);
     EXPECT_EQ(split->head.q_count, 8448);
     EXPECT_EQ(split->tail.q_begin, 8448);

@@ -238,17 +238,18 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
   upload(graph.positions, batch.positions);
   upload(graph.logit_rows, batch.logit_rows);
   // The attention ops split at a tail (profiled steps run every op on its own): their two parts'
-  // segments go to the device after the graph's, head part first.
+  // segments go to the device after the graph's, head part first; split_at[i] is the head part's
+  // index there, 0 where op i runs whole (the graph's own segments come first, so a split's index
+  // is never 0).
   std::vector<AttentionSegment> all_segments = graph.segments;
-  std::vector<std::optional<AttentionTailSplit>> tail_splits(graph.ops.size());
-  std::vector<size_t> split_segments(graph.ops.size(), 0);
+  std::vector<size_t> split_at(graph.ops.size(), 0);
   if (x.tail_overlap && !x.profile.enabled()) {
     for (size_t i = 0; i < graph.ops.size(); ++i) {
-      tail_splits[i] = attention_tail_split(graph, i);
-      if (!tail_splits[i]) continue;
-      split_segments[i] = all_segments.size();
-      all_segments.push_back(tail_splits[i]->head);
-      all_segments.push_back(tail_splits[i]->tail);
+      const std::optional<AttentionTailSplit> split = attention_tail_split(graph, i);
+      if (!split) continue;
+      split_at[i] = all_segments.size();
+      all_segments.push_back(split->head);
+      all_segments.push_back(split->tail);
     }
   }
   auto* segments = static_cast<AttentionSegment*>(x.segments.fit(all_segments.size() * sizeof(AttentionSegment)));
@@ -311,16 +312,16 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
   auto run_split_attention = [&](size_t index) {
     const GraphOp& op = graph.ops[index];
     const GraphOp& projection = graph.ops[index + 1];
-    const AttentionTailSplit& split = *tail_splits[index];
-    const AttentionSegment* parts = segments + split_segments[index];
+    const size_t head = split_at[index];
+    const int64_t head_rows = all_segments[head].q_count, tail_rows = all_segments[head + 1].q_count;
     MOSAIC_CUDA_CHECK(cudaEventRecord(x.tail_fork, stream));
-    run_attention(op, parts, 1, split.head.q_count, stream);
+    run_attention(op, segments + head, 1, head_rows, stream);
     MOSAIC_CUDA_CHECK(cudaStreamWaitEvent(x.tail_stream, x.tail_fork));
-    run_attention(op, parts + 1, 1, split.tail.q_count, x.tail_stream);
+    run_attention(op, segments + head + 1, 1, tail_rows, x.tail_stream);
     MOSAIC_CUDA_CHECK(cudaEventRecord(x.tail_join, x.tail_stream));
-    run_linear(projection, 0, split.head_rows);
+    run_linear(projection, 0, head_rows);
     MOSAIC_CUDA_CHECK(cudaStreamWaitEvent(stream, x.tail_join));
-    run_linear(projection, split.head_rows, projection.rows - split.head_rows);
+    run_linear(projection, head_rows, tail_rows);
   };
 
   // The forward's launches, op by op. Everything they read on the host is in the signature
@@ -329,7 +330,7 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
     for (size_t index = 0; index < graph.ops.size(); ++index) {
       const GraphOp& op = graph.ops[index];
       if (op.rows == 0) continue;
-      if (tail_splits[index]) {
+      if (split_at[index] != 0) {
         run_split_attention(index);
         ++index;  // the o-projection ran with it
         continue;
