@@ -34,6 +34,7 @@
 #include "backend/cuda/attention_epilogue.cuh"
 #include "backend/cuda/attention_kernel_args.cuh"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/once_per_device.h"
 #include "backend/cuda/ptx.cuh"
 #include "backend/cuda/shared_memory_limit.h"
 #include "backend/cuda/sm90_ptx.cuh"
@@ -789,23 +790,6 @@ using EnginePairedVariant = WsVariant<true, true, true, RowSum::unrounded_alu, t
 // traffic costs (docs/design/cuda-kernels.md).
 constexpr int64_t kMinPairedQueryTiles = 64;
 
-// Asks `ask(device)` once per device ordinal of the current device: one bit per device says
-// "asked", one the answer. False when there is no current device.
-template <typename Ask>
-bool once_per_device(std::atomic<uint64_t>& asked, std::atomic<uint64_t>& answers, Ask ask) {
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  const uint64_t bit = uint64_t{1} << (device & 63);
-  if (!(asked.load(std::memory_order_acquire) & bit)) {
-    if (ask(device)) answers.fetch_or(bit, std::memory_order_relaxed);
-    asked.fetch_or(bit, std::memory_order_release);
-  }
-  return answers.load(std::memory_order_relaxed) & bit;
-}
-
 // Pairs of the paired kernel's CTAs the current device runs at once (0 when it cannot say): a
 // cluster of two CTAs with 225 KiB of shared memory each needs two free SMs of one GPC, which a
 // MIG slice or a smaller part need not offer.
@@ -838,20 +822,8 @@ void launch_engine_variant(const AttentionArgs& args, cudaStream_t stream) {
 }
 
 bool device_runs_wgmma_kernel(int device) {
-  int major = 0, minor = 0;
-  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  if (major != 9 || minor != 0) return false;  // sm_90a code runs on compute capability 9.0 only
-  cudaFuncAttributes attributes;                // and only if this binary holds it
-  if (cudaFuncGetAttributes(&attributes, EngineVariant::kernel) != cudaSuccess ||
-      cudaFuncGetAttributes(&attributes, EnginePairedVariant::kernel) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  return true;
+  return device_runs_sm90a_kernel(device, reinterpret_cast<const void*>(EngineVariant::kernel)) &&
+         device_runs_sm90a_kernel(device, reinterpret_cast<const void*>(EnginePairedVariant::kernel));
 }
 
 }  // namespace
@@ -859,7 +831,7 @@ bool device_runs_wgmma_kernel(int device) {
 
 bool hopper_attention_available() {
   static std::atomic<uint64_t> asked{0}, available{0};
-  return hopper::once_per_device(asked, available, hopper::device_runs_wgmma_kernel);
+  return once_per_device(asked, available, hopper::device_runs_wgmma_kernel);
 }
 
 void hopper_attention(const AttentionArgs& args, cudaStream_t stream) {

@@ -1,0 +1,47 @@
+// A question about the current device asked once per device ordinal and remembered: which
+// kernels it runs, how many clusters of a kernel it holds at once. Host code.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <cstdint>
+
+namespace mosaic::cuda {
+
+// Asks `ask(device)` once per device ordinal of the current device: one bit per device says
+// "asked", one the answer. False when there is no current device.
+template <typename Ask>
+bool once_per_device(std::atomic<uint64_t>& asked, std::atomic<uint64_t>& answers, Ask ask) {
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  const uint64_t bit = uint64_t{1} << (device & 63);
+  if (!(asked.load(std::memory_order_acquire) & bit)) {
+    if (ask(device)) answers.fetch_or(bit, std::memory_order_relaxed);
+    asked.fetch_or(bit, std::memory_order_release);
+  }
+  return answers.load(std::memory_order_relaxed) & bit;
+}
+
+// Whether `device` is compute capability 9.0 (the only one sm_90a code runs on) and this binary
+// holds `kernel` for it.
+inline bool device_runs_sm90a_kernel(int device, const void* kernel) {
+  int major = 0, minor = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  if (major != 9 || minor != 0) return false;
+  cudaFuncAttributes attributes;
+  if (cudaFuncGetAttributes(&attributes, kernel) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return true;
+}
+
+}  // namespace mosaic::cuda
