@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <random>
 
+#include "backend/cuda/gate_up_swiglu.h"
 #include "exec/cuda_step_graphs.h"
 #include "exec/step_runner.h"
 #include "gen/generator.h"
@@ -128,6 +129,28 @@ TEST_P(CudaStep, AttentionTailOnASideStreamIsBitIdentical) {
   for (int run = 0; run < 3; ++run) {
     const StepOutput got = split.run(input);
     EXPECT_EQ(got.values, expected.values) << (run == 0 ? "direct" : run == 1 ? "captured" : "replayed");
+  }
+}
+
+// A layer's gate and up products and SwiGLU as one fused product on Hopper
+// (MOSAIC_FUSED_SWIGLU=1, exec/gate_up_swiglu_fusion.h) against the three ops: the same bits for
+// a batch of two sequences and for a step that keeps its logits, launched directly, captured and
+// replayed.
+TEST_P(CudaStep, FusedGateUpSwigluIsBitIdentical) {
+  if (!cuda::gate_up_swiglu_available()) GTEST_SKIP() << "the fused product is Hopper's (compute capability 9.0)";
+  for (bool keep_logits : {false, true}) {
+    const StepInput input = random_step({700, 300}, keep_logits, 11);
+    CudaStepRunner separate(*model_, 0, std::nullopt);
+    ::setenv("MOSAIC_FUSED_SWIGLU", "1", 1);
+    CudaStepRunner fused(*model_, 0, std::nullopt);
+    ::unsetenv("MOSAIC_FUSED_SWIGLU");
+    const StepOutput expected = separate.run(input);
+    ASSERT_FALSE(expected.values.empty());
+    for (int run = 0; run < 3; ++run) {
+      const StepOutput got = fused.run(input);
+      EXPECT_EQ(got.values, expected.values)
+          << (run == 0 ? "direct" : run == 1 ? "captured" : "replayed") << ", keep_logits " << keep_logits;
+    }
   }
 }
 
