@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -57,16 +58,16 @@ struct DeviceBuffer {
 };
 
 // Every value the forward's launches read on the host (CudaStepGraphs): the per-step buffers'
-// addresses, the attention segments (their row counts size the grids), and per op its fields and
-// the address and row length of each tensor it names. Weights and model constants are the
-// executor's own and never change.
+// addresses, the attention segments (their row counts size the grids), whether every row is
+// greedy (it picks the head's fold kernel), and per op its fields and the address and row length
+// of each tensor it names. Weights and model constants are the executor's own and never change.
 template <typename Address>
 CudaStepGraphs::Signature launch_signature(const Graph& graph, const Address& address, const void* segments,
-                                           const void* sampling) {
+                                           const void* sampling, bool all_greedy) {
   CudaStepGraphs::Signature signature;
   signature.reserve(4 + 4 * graph.segments.size() + 20 * graph.ops.size());
   auto put = [&](auto value) { signature.push_back(static_cast<int64_t>(value)); };
-  put(reinterpret_cast<intptr_t>(segments)), put(reinterpret_cast<intptr_t>(sampling));
+  put(reinterpret_cast<intptr_t>(segments)), put(reinterpret_cast<intptr_t>(sampling)), put(all_greedy);
   put(graph.tensors[static_cast<size_t>(graph.output)].rows);
   for (const AttentionSegment& s : graph.segments) put(s.q_begin), put(s.q_count), put(s.kv_begin), put(s.kv_count);
   for (const GraphOp& op : graph.ops) {
@@ -356,6 +357,10 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
     }
   }
 
+  // No row samples with noise: the LM head folds its logits with its greedy kernel.
+  const bool all_greedy = std::all_of(sampling.begin(), sampling.end(),
+                                      [](const HeadRowSampling& row) { return row.choice_inv_temperature == 0.0; });
+
   // The forward's launches, op by op. Everything they read on the host is in the signature
   // below; what they read on the device was uploaded above.
   auto enqueue_forward = [&] {
@@ -429,6 +434,7 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
           // Chosen from the step's candidate count, not from this op's rows: row chunks of one step
           // must take the same path to give the same bits.
           args.gemm = output.rows >= kHeadRowsThroughGemm ? &x.gemm : nullptr;
+          args.all_greedy = all_greedy;
           cuda::lm_head_sample(args, stream);
           break;
         }
@@ -446,7 +452,7 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
   } else if (!x.graphs.enabled()) {  // MOSAIC_CUDA_GRAPHS=0: no signature to build
     enqueue_forward();
   } else {
-    x.graphs.run(launch_signature(graph, address, segments, device_sampling), stream, enqueue_forward);
+    x.graphs.run(launch_signature(graph, address, segments, device_sampling, all_greedy), stream, enqueue_forward);
   }
   CudaStepResult result;
   if (committed != nullptr) {

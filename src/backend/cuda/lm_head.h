@@ -33,6 +33,10 @@ struct LmHeadArgs {
   // A caller must choose the path from something other than `rows` when it splits rows into
   // calls, or the calls would differ in the last bits from one whole call.
   Gemm* gemm = nullptr;
+  // Every row's choice_inv_temperature is 0 (as with a null `sampling`): the cuBLASLt path then
+  // folds with a kernel that has no noise and no double scores (the same bits, faster). A caller
+  // that cannot say leaves it false.
+  bool all_greedy = false;
 };
 
 // Scratch for either path: the per-(row, vocabulary split) partial results and one vocabulary

@@ -68,6 +68,7 @@ struct Problem {
 
   // Rows [first, first + count) in one call; out is poisoned with NaN first.
   bool through_gemm = false;
+  bool all_greedy = false;  // LmHeadArgs::all_greedy
 
   std::vector<float> run_gpu(int64_t first, int64_t count, int64_t out_stride = kStats) const {
     DeviceBuffer device_h(count * h_stride * 2), device_w(w.size() * 2),
@@ -87,6 +88,7 @@ struct Problem {
     args.out = static_cast<float*>(device_out.data), args.out_stride = out_stride;
     args.scratch = scratch.data;
     args.gemm = gemm_for(through_gemm);
+    args.all_greedy = all_greedy;
     lm_head_sample(args, nullptr);
     MOSAIC_CUDA_CHECK(cudaGetLastError());
     MOSAIC_CUDA_CHECK(cudaDeviceSynchronize());
@@ -299,6 +301,46 @@ TEST_P(CudaLmHead, OutputStrideGapUntouched) {
     for (int64_t c = 0; c < stride; ++c) {
       EXPECT_EQ(std::isnan(out[r * stride + c]), c >= kStats) << "row " << r << " column " << c;
     }
+  }
+}
+
+// The cuBLASLt path's fold for greedy rows (LmHeadArgs::all_greedy: no noise, no double scores,
+// a tournament for the top two) against its general fold: the same bits, with choice and stats
+// bans in some chunks and not others, two stats scales, a ragged last chunk (10,000 ids: chunks of
+// 4,096), and logits on a coarse grid, so that exact ties fall inside lanes, batches and chunks.
+TEST(CudaLmHeadGreedyFold, SameBitsAsTheGeneralFold) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  for (bool tied : {false, true}) {
+    Problem p(70, 64, 10000, tied ? 21 : 22);
+    p.through_gemm = true;
+    if (tied) {
+      std::fill(p.h.begin(), p.h.end(), uint16_t{0});
+      for (int64_t r = 0; r < p.rows; ++r) p.h[r * p.h_stride] = f32_to_bf16(1.0f + 0.25f * float(r % 3));
+      std::mt19937 rng(5);
+      for (int64_t v = 0; v < p.vocab; ++v) p.w[v * p.hidden] = f32_to_bf16(float(rng() % 40) / 8.0f);
+    }
+    p.how.resize(p.rows);
+    for (int64_t r = 0; r < p.rows; ++r) {
+      HeadRowSampling& how = p.how[r];  // greedy: choice_inv_temperature 0
+      how.stats_scale = r % 2 ? 1.0 : 1.0 / 0.7;
+      if (r % 3 == 0) how.choice_bans[0] = int32_t(r * 37 % p.vocab);
+      if (r % 5 == 0) how.stats_bans[0] = int32_t(p.vocab - 1 - r), how.choice_bans[1] = 4096 + int32_t(r);
+      if (r % 7 == 0) how.stats_bans[1] = int32_t(r);
+    }
+    const std::vector<float> general = p.run_gpu();
+    p.all_greedy = true;
+    const std::vector<float> greedy = p.run_gpu();
+    ASSERT_EQ(greedy.size(), general.size());
+    EXPECT_EQ(std::memcmp(greedy.data(), general.data(), general.size() * sizeof(float)), 0)
+        << (tied ? "tied logits" : "random logits");
+    p.all_greedy = false;
+    expect_close(p, general, p.run_cpu());
+    // Null sampling (every row greedy, stats scale 1, no bans) runs the greedy fold too.
+    p.how.clear();
+    const std::vector<float> null_sampling = p.run_gpu();
+    p.how.assign(p.rows, HeadRowSampling{});
+    const std::vector<float> default_rows = p.run_gpu();
+    EXPECT_EQ(std::memcmp(null_sampling.data(), default_rows.data(), default_rows.size() * sizeof(float)), 0);
   }
 }
 
