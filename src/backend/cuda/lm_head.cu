@@ -169,6 +169,31 @@ __device__ __forceinline__ double gumbel_token(const RowRule& rule, uint32_t id)
   return -log(-log(uniform_open_f64(w[0], w[1])));
 }
 
+// A logit at a higher id than every one before it, into p's top two: strict comparisons keep the
+// lowest id among equals (an equal value at a higher id can still be the runner-up).
+__device__ __forceinline__ void scan_top_two(HeadPartial& p, float l, int32_t id) {
+  if (l > p.top || p.top_id < 0) {
+    p.second = p.top, p.second_id = p.top_id;
+    p.top = l, p.top_id = id;
+  } else if (l > p.second || p.second_id < 0) {
+    p.second = l, p.second_id = id;
+  }
+}
+
+// p's sums over the logits l[i] with counted[i], relative to p.top, in index order.
+template <int kCount>
+__device__ __forceinline__ void add_exp_sums(HeadPartial& p, const float (&l)[kCount], const bool (&counted)[kCount],
+                                             float k) {
+#pragma unroll
+  for (int i = 0; i < kCount; ++i) {
+    if (!counted[i]) continue;
+    const float shift = __fsub_rn(l[i], p.top);
+    const float e = exp2_approx(__fmul_rn(shift, k));
+    p.sum = __fadd_rn(p.sum, e);
+    p.centered = __fmaf_rn(e, shift, p.centered);
+  }
+}
+
 // Summary of kCount logits l[i] of one row at increasing ids id[i]. With `check`, ids at or past
 // `vocab` are left out, and banned ids out of the choice or of the statistics.
 template <int kCount>
@@ -182,15 +207,7 @@ __device__ __forceinline__ HeadPartial summarise(const float (&l)[kCount], const
     stats_ok[i] = inside && (!check || (id[i] != rule.stats_bans[0] && id[i] != rule.stats_bans[1]));
     const bool choice_ok =
         inside && (!check || (id[i] != rule.choice_bans[0] && id[i] != rule.choice_bans[1]));
-    // Increasing ids: strict comparisons keep the lowest id among equals.
-    if (stats_ok[i]) {
-      if (l[i] > p.top || p.top_id < 0) {
-        p.second = p.top, p.second_id = p.top_id;
-        p.top = l[i], p.top_id = id[i];
-      } else if (l[i] > p.second || p.second_id < 0) {
-        p.second = l[i], p.second_id = id[i];
-      }
-    }
+    if (stats_ok[i]) scan_top_two(p, l[i], id[i]);
     if (choice_ok) {
       const double score =
           rule.inv_temperature > 0.0
@@ -200,16 +217,7 @@ __device__ __forceinline__ HeadPartial summarise(const float (&l)[kCount], const
       if (score > p.best || p.chosen < 0) p.best = score, p.chosen = id[i], p.chosen_logit = l[i];
     }
   }
-  if (p.top_id >= 0) {
-#pragma unroll
-    for (int i = 0; i < kCount; ++i) {
-      if (!stats_ok[i]) continue;
-      const float shift = __fsub_rn(l[i], p.top);
-      const float e = exp2_approx(__fmul_rn(shift, rule.k));
-      p.sum = __fadd_rn(p.sum, e);
-      p.centered = __fmaf_rn(e, shift, p.centered);
-    }
-  }
+  if (p.top_id >= 0) add_exp_sums(p, l, stats_ok, rule.k);
   return p;
 }
 
@@ -230,27 +238,11 @@ __device__ __forceinline__ HeadPartial summarise_greedy(const float (&l)[kCount]
     const bool inside = !check || id < vocab;
     stats_ok[i] = inside && (!check || (id != rule.stats_bans[0] && id != rule.stats_bans[1]));
     const bool choice_ok = inside && (!check || (id != rule.choice_bans[0] && id != rule.choice_bans[1]));
-    if (stats_ok[i]) {
-      if (l[i] > p.top || p.top_id < 0) {
-        p.second = p.top, p.second_id = p.top_id;
-        p.top = l[i], p.top_id = id;
-      } else if (l[i] > p.second || p.second_id < 0) {
-        p.second = l[i], p.second_id = id;
-      }
-    }
+    if (stats_ok[i]) scan_top_two(p, l[i], id);
     if (choice_ok && (l[i] > best || p.chosen < 0)) best = l[i], p.chosen = id, p.chosen_logit = l[i];
   }
   if (p.chosen >= 0) p.best = static_cast<double>(best);
-  if (p.top_id >= 0) {
-#pragma unroll
-    for (int i = 0; i < kCount; ++i) {
-      if (!stats_ok[i]) continue;
-      const float shift = __fsub_rn(l[i], p.top);
-      const float e = exp2_approx(__fmul_rn(shift, rule.k));
-      p.sum = __fadd_rn(p.sum, e);
-      p.centered = __fmaf_rn(e, shift, p.centered);
-    }
-  }
+  if (p.top_id >= 0) add_exp_sums(p, l, stats_ok, rule.k);
   return p;
 }
 
@@ -291,13 +283,10 @@ __device__ __forceinline__ HeadPartial summarise_greedy_unbanned(const float (&l
   p.top = top[0], p.top_id = id_of(top_i[0]);
   p.second = second[0], p.second_id = id_of(second_i[0]);
   p.best = static_cast<double>(p.top), p.chosen = p.top_id, p.chosen_logit = p.top;
+  bool every[kCount];
 #pragma unroll
-  for (int i = 0; i < kCount; ++i) {
-    const float shift = __fsub_rn(l[i], p.top);
-    const float e = exp2_approx(__fmul_rn(shift, k));
-    p.sum = __fadd_rn(p.sum, e);
-    p.centered = __fmaf_rn(e, shift, p.centered);
-  }
+  for (int i = 0; i < kCount; ++i) every[i] = true;
+  add_exp_sums(p, l, every, k);
   return p;
 }
 
