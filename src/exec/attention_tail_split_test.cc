@@ -2,16 +2,10 @@
 
 #include <gtest/gtest.h>
 
-#include "graph/step_graph.h"
-#include "model/test_model.h"
+#include "exec/tiny_step_graph.h"
 
 namespace mosaic {
 namespace {
-
-Graph step_graph(StepShape shape, ChunkConfig chunks = {}) {
-  const ModelConfig config = test_model_preset(Family::llada, "tiny");
-  return instantiate_step_graph(config, shape, chunks, {.activations = DType::bf16});
-}
 
 std::vector<size_t> attention_ops(const Graph& graph) {
   std::vector<size_t> found;
@@ -21,7 +15,7 @@ std::vector<size_t> attention_ops(const Graph& graph) {
 }
 
 TEST(AttentionTailSplit, SplitsLongSingleSequenceOpsAtAQueryTile) {
-  const Graph graph = step_graph({{9000}, {3000}});
+  const Graph graph = tiny_step_graph({{9000}, {3000}});
   const std::vector<size_t> ops = attention_ops(graph);
   ASSERT_GE(ops.size(), 2u);
   for (size_t n = 0; n + 1 < ops.size(); ++n) {  // every layer but the last (over the candidates)
@@ -43,16 +37,16 @@ TEST(AttentionTailSplit, SplitsLongSingleSequenceOpsAtAQueryTile) {
 
 TEST(AttentionTailSplit, LeavesOtherOpsAlone) {
   // Shorter than kAttentionMinRowsForTailSplit.
-  const Graph short_graph = step_graph({{8000}, {10}});
+  const Graph short_graph = tiny_step_graph({{8000}, {10}});
   for (size_t op : attention_ops(short_graph)) EXPECT_FALSE(attention_tail_split(short_graph, op));
   // Two sequences: two segments per attention op.
-  const Graph batch = step_graph({{9000, 300}, {10, 10}});
+  const Graph batch = tiny_step_graph({{9000, 300}, {10, 10}});
   for (size_t op : attention_ops(batch)) EXPECT_FALSE(attention_tail_split(batch, op));
   // Query chunks of 4,500 rows.
-  const Graph chunked = step_graph({{9000}, {10}}, {.attention = 2});
+  const Graph chunked = tiny_step_graph({{9000}, {10}}, {.attention = 2});
   for (size_t op : attention_ops(chunked)) EXPECT_FALSE(attention_tail_split(chunked, op));
   // Not an attention op, and an attention op whose successor is not its o-projection.
-  Graph graph = step_graph({{9000}, {10}});
+  Graph graph = tiny_step_graph({{9000}, {10}});
   const size_t first = attention_ops(graph).front();
   EXPECT_FALSE(attention_tail_split(graph, first + 1));
   ASSERT_TRUE(attention_tail_split(graph, first));

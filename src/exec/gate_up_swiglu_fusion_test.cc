@@ -4,16 +4,10 @@
 
 #include <vector>
 
-#include "graph/step_graph.h"
-#include "model/test_model.h"
+#include "exec/tiny_step_graph.h"
 
 namespace mosaic {
 namespace {
-
-Graph step_graph(StepShape shape, ChunkConfig chunks = {}) {
-  const ModelConfig config = test_model_preset(Family::llada, "tiny");
-  return instantiate_step_graph(config, shape, chunks, {.activations = DType::bf16});
-}
 
 std::vector<size_t> gate_products(const Graph& graph) {
   std::vector<size_t> found;
@@ -23,7 +17,7 @@ std::vector<size_t> gate_products(const Graph& graph) {
 }
 
 TEST(GateUpSwigluFusion, FindsEveryLayersProductsAndSwiglu) {
-  const Graph graph = step_graph({{300}, {40}});
+  const Graph graph = tiny_step_graph({{300}, {40}});
   const std::vector<size_t> gates = gate_products(graph);
   ASSERT_EQ(gates.size(), 2u) << "tiny LLaDA: two layers, one FFN chunk each";
   for (size_t g : gates) EXPECT_TRUE(is_gate_up_swiglu(graph, g)) << "op " << g;
@@ -33,14 +27,14 @@ TEST(GateUpSwigluFusion, FindsEveryLayersProductsAndSwiglu) {
 }
 
 TEST(GateUpSwigluFusion, FindsEveryFfnChunk) {
-  const Graph graph = step_graph({{300}, {40}}, {.ffn = 3});
+  const Graph graph = tiny_step_graph({{300}, {40}}, {.ffn = 3});
   const std::vector<size_t> gates = gate_products(graph);
   ASSERT_GE(gates.size(), 5u) << "three chunks in the first layer, the last over its candidates";
   for (size_t g : gates) EXPECT_TRUE(is_gate_up_swiglu(graph, g)) << "op " << g;
 }
 
 TEST(GateUpSwigluFusion, LeavesOtherSequencesAlone) {
-  const Graph original = step_graph({{300}, {40}});
+  const Graph original = tiny_step_graph({{300}, {40}});
   const size_t g = gate_products(original).front();
   auto matches_after = [&](auto change) {
     Graph graph = original;

@@ -35,6 +35,7 @@
 #include "backend/cuda/attention_kernel_args.cuh"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/once_per_device.h"
+#include "backend/cuda/pair_launch.h"
 #include "backend/cuda/ptx.cuh"
 #include "backend/cuda/shared_memory_limit.h"
 #include "backend/cuda/sm90_ptx.cuh"
@@ -715,20 +716,10 @@ void launch(const AttentionArgs& args, cudaStream_t stream) {
 // segment, so the bound just has to exceed every row a segment names (coordinates are 32-bit).
 constexpr uint64_t kTensorMapRows = uint64_t{1} << 31;
 
-// The launch configuration of the paired kernel: clusters of two CTAs along x. (Holds the
-// cluster attribute the configuration points to: not copied.)
-struct PairedLaunchConfig {
-  cudaLaunchAttribute cluster{};
-  cudaLaunchConfig_t config{};
-
-  PairedLaunchConfig(dim3 grid, cudaStream_t stream) {
-    cluster.id = cudaLaunchAttributeClusterDimension;
-    cluster.val.clusterDim.x = 2, cluster.val.clusterDim.y = 1, cluster.val.clusterDim.z = 1;
-    config.gridDim = grid, config.blockDim = dim3(kWsThreads), config.dynamicSmemBytes = kWsSharedBytes;
-    config.stream = stream, config.attrs = &cluster, config.numAttrs = 1;
-  }
-  PairedLaunchConfig(const PairedLaunchConfig&) = delete;
-  PairedLaunchConfig& operator=(const PairedLaunchConfig&) = delete;
+// The launch configuration of the paired kernel: clusters of two CTAs along x.
+struct PairedLaunchConfig : PairLaunchConfig {
+  PairedLaunchConfig(dim3 grid, cudaStream_t stream)
+      : PairLaunchConfig(grid, dim3(kWsThreads), kWsSharedBytes, stream) {}
 };
 
 // Query tiles of the warp-specialised kernel's grid (its x extent).

@@ -27,6 +27,7 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/once_per_device.h"
+#include "backend/cuda/pair_launch.h"
 #include "backend/cuda/ptx.cuh"
 #include "backend/cuda/shared_memory_limit.h"
 #include "backend/cuda/sm90_ptx.cuh"
@@ -222,17 +223,10 @@ void configure() {
   raise_shared_limit(kernel_address(), kSharedBytes, configured);
 }
 
-struct PairLaunch {
-  cudaLaunchAttribute cluster{};
-  cudaLaunchConfig_t config{};
-  PairLaunch(int ctas, cudaStream_t stream) {
-    cluster.id = cudaLaunchAttributeClusterDimension;
-    cluster.val.clusterDim.x = 2, cluster.val.clusterDim.y = 1, cluster.val.clusterDim.z = 1;
-    config.gridDim = dim3(static_cast<unsigned>(ctas)), config.blockDim = dim3(kThreads);
-    config.dynamicSmemBytes = kSharedBytes, config.stream = stream, config.attrs = &cluster, config.numAttrs = 1;
-  }
-  PairLaunch(const PairLaunch&) = delete;
-  PairLaunch& operator=(const PairLaunch&) = delete;
+// Clusters of two CTAs along x, one CTA per SM.
+struct PairLaunch : PairLaunchConfig {
+  PairLaunch(int ctas, cudaStream_t stream)
+      : PairLaunchConfig(dim3(static_cast<unsigned>(ctas)), dim3(kThreads), kSharedBytes, stream) {}
 };
 
 // Clusters of two CTAs the current device runs at once (0 when it cannot say), asked once per
