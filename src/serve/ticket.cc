@@ -8,6 +8,10 @@ Ticket::Ticket(std::vector<int32_t> prompt_ids, GenerationOptions options, bool 
 Ticket::Progress Ticket::wait(int64_t seen_version, std::chrono::milliseconds timeout) {
   std::unique_lock lock(mutex_);
   changed_.wait_for(lock, timeout, [&] { return done_ || version_ > seen_version; });
+  if (!stream) return {version_, output_ids_, done_};
+  // The reader has seen every step up to seen_version: forget them, hand out the next one.
+  while (!unseen_.empty() && first_unseen_ <= seen_version) unseen_.pop_front(), ++first_unseen_;
+  if (!unseen_.empty()) return {first_unseen_, unseen_.front(), false};
   return {version_, output_ids_, done_};
 }
 
@@ -21,6 +25,7 @@ void Ticket::publish(std::span<const int32_t> output_ids) {
     std::lock_guard lock(mutex_);
     output_ids_.assign(output_ids.begin(), output_ids.end());
     ++version_;
+    if (stream) unseen_.push_back(output_ids_);
   }
   changed_.notify_all();
 }

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -39,11 +40,14 @@ class Ticket {
   void cancel() { cancel_requested_.store(true); }
   bool cancel_requested() const { return cancel_requested_.load(); }
   struct Progress {
-    int64_t version = 0;               // steps published so far
-    std::vector<int32_t> output_ids;   // the generated region after the latest step
-    bool done = false;
+    int64_t version = 0;               // the step these ids are after
+    std::vector<int32_t> output_ids;   // the generated region after that step
+    bool done = false;                 // ended, and no step after `seen_version` left to see
   };
-  // Waits up to `timeout` for a step after `seen_version`, or the end.
+  // Waits up to `timeout` for a step after `seen_version`, or the end. A streaming ticket keeps
+  // every step its reader has not seen and returns them one at a time (the step seen_version + 1),
+  // so a reader that falls behind the steps still sees each step's text as its own piece; other
+  // tickets return the latest step.
   Progress wait(int64_t seen_version, std::chrono::milliseconds timeout);
   void wait_done();
   // After the end: the result, or the error that ended it.
@@ -62,6 +66,9 @@ class Ticket {
   std::condition_variable changed_;
   int64_t version_ = 0;
   std::vector<int32_t> output_ids_;
+  // Streaming tickets: the steps after first_unseen_ - 1, oldest first (step first_unseen_ at 0).
+  std::deque<std::vector<int32_t>> unseen_;
+  int64_t first_unseen_ = 1;
   bool done_ = false;
   std::optional<GenerateResult> result_;
   std::optional<ApiError> error_;
