@@ -194,43 +194,17 @@ __device__ __forceinline__ void add_exp_sums(HeadPartial& p, const float (&l)[kC
   }
 }
 
-// Summary of kCount logits l[i] of one row at increasing ids id[i]. With `check`, ids at or past
-// `vocab` are left out, and banned ids out of the choice or of the statistics.
-template <int kCount>
-__device__ __forceinline__ HeadPartial summarise(const float (&l)[kCount], const int32_t (&id)[kCount],
-                                                 const RowRule& rule, bool check, int64_t vocab) {
+// Summary of kCount logits l[i] of one row at ids id_of(i), increasing in i. With `check`, ids at
+// or past `vocab` are left out, and banned ids out of the choice or of the statistics.
+// kGreedy: the row is greedy (inv_temperature 0: the choice is the choice set's highest logit, no
+// noise). The order of double(l) is the order of l, so the best score is kept as a float and
+// widened at the end: the same bits without double scores or the noise path (fewer registers and
+// instructions; docs/design/cuda-kernels.md, LM head item 7).
+template <bool kGreedy, int kCount, typename IdOf>
+__device__ __forceinline__ HeadPartial summarise(const float (&l)[kCount], IdOf id_of, const RowRule& rule,
+                                                 bool check, int64_t vocab) {
   HeadPartial p = empty_partial();
-  bool stats_ok[kCount];
-#pragma unroll
-  for (int i = 0; i < kCount; ++i) {
-    const bool inside = !check || id[i] < vocab;
-    stats_ok[i] = inside && (!check || (id[i] != rule.stats_bans[0] && id[i] != rule.stats_bans[1]));
-    const bool choice_ok =
-        inside && (!check || (id[i] != rule.choice_bans[0] && id[i] != rule.choice_bans[1]));
-    if (stats_ok[i]) scan_top_two(p, l[i], id[i]);
-    if (choice_ok) {
-      const double score =
-          rule.inv_temperature > 0.0
-              ? __dadd_rn(__dmul_rn(static_cast<double>(l[i]), rule.inv_temperature),
-                          gumbel_token(rule, static_cast<uint32_t>(id[i])))
-              : static_cast<double>(l[i]);
-      if (score > p.best || p.chosen < 0) p.best = score, p.chosen = id[i], p.chosen_logit = l[i];
-    }
-  }
-  if (p.top_id >= 0) add_exp_sums(p, l, stats_ok, rule.k);
-  return p;
-}
-
-// summarise() for a greedy row (inv_temperature 0: the choice is the choice set's highest logit,
-// no noise) over logits at ids id_of(i), increasing in i: the same bits, without the double
-// scores and the noise (fewer registers and instructions; docs/design/cuda-kernels.md, LM head
-// item 7). The choice's order on double(l) is the order on l, so the best score is kept as a
-// float and widened at the end.
-template <int kCount, typename IdOf>
-__device__ __forceinline__ HeadPartial summarise_greedy(const float (&l)[kCount], IdOf id_of, const RowRule& rule,
-                                                        bool check, int64_t vocab) {
-  HeadPartial p = empty_partial();
-  float best = -INFINITY;
+  float best = -INFINITY;  // kGreedy: the best choice logit so far
   bool stats_ok[kCount];
 #pragma unroll
   for (int i = 0; i < kCount; ++i) {
@@ -239,9 +213,17 @@ __device__ __forceinline__ HeadPartial summarise_greedy(const float (&l)[kCount]
     stats_ok[i] = inside && (!check || (id != rule.stats_bans[0] && id != rule.stats_bans[1]));
     const bool choice_ok = inside && (!check || (id != rule.choice_bans[0] && id != rule.choice_bans[1]));
     if (stats_ok[i]) scan_top_two(p, l[i], id);
-    if (choice_ok && (l[i] > best || p.chosen < 0)) best = l[i], p.chosen = id, p.chosen_logit = l[i];
+    if constexpr (kGreedy) {
+      if (choice_ok && (l[i] > best || p.chosen < 0)) best = l[i], p.chosen = id, p.chosen_logit = l[i];
+    } else if (choice_ok) {
+      const double score = rule.inv_temperature > 0.0
+                               ? __dadd_rn(__dmul_rn(static_cast<double>(l[i]), rule.inv_temperature),
+                                           gumbel_token(rule, static_cast<uint32_t>(id)))
+                               : static_cast<double>(l[i]);
+      if (score > p.best || p.chosen < 0) p.best = score, p.chosen = id, p.chosen_logit = l[i];
+    }
   }
-  if (p.chosen >= 0) p.best = static_cast<double>(best);
+  if (kGreedy && p.chosen >= 0) p.best = static_cast<double>(best);
   if (p.top_id >= 0) add_exp_sums(p, l, stats_ok, rule.k);
   return p;
 }
@@ -440,7 +422,7 @@ __global__ void __launch_bounds__(kThreads, 2) head_partials_kernel(const Partia
           check |= static_cast<uint64_t>(rule.choice_bans[b] - v0) < kVocabTile;
           check |= static_cast<uint64_t>(rule.stats_bans[b] - v0) < kVocabTile;
         }
-        HeadPartial p = summarise(l, id, rule, check, args.vocab);
+        HeadPartial p = summarise<false>(l, [&id](int i) { return id[i]; }, rule, check, args.vocab);
         p = merge(p, shuffle_xor(p, 1), rule.k);
         p = merge(p, shuffle_xor(p, 2), rule.k);
         if (quad_col == 0) {
@@ -510,14 +492,15 @@ constexpr int kPassIds = 128;
 constexpr int kBatchPasses = 4;
 
 // kGreedy: every row of the call is greedy (the caller knows it from the rows' sampling), so the
-// kernel folds with summarise_greedy*, which need no double scores and no noise, and the common
+// kernel folds with summarise<true>, which needs no double scores and no noise, and the common
 // batch (no banned id, inside the chunk) with a tournament: 64 registers instead of 96 (4 CTAs per
 // SM instead of 2) and far fewer instructions per logit. The same bits as the general kernel.
 // (Under ncu the general kernel ran at 25 % occupancy, 1.2 TB/s, issue-bound: r76.)
 template <bool kGreedy>
-__global__ void __launch_bounds__(256, kGreedy ? 4 : 2) partials_from_logits_kernel(const float* logits, int64_t logits_stride, int64_t rows,
-                                            int64_t chunk_first_id, int width, int chunk, int chunks,
-                                            const HeadRowSampling* sampling, HeadPartial* partials) {
+__global__ void __launch_bounds__(256, kGreedy ? 4 : 2)
+    partials_from_logits_kernel(const float* logits, int64_t logits_stride, int64_t rows, int64_t chunk_first_id,
+                                int width, int chunk, int chunks, const HeadRowSampling* sampling,
+                                HeadPartial* partials) {
   const int64_t row = int64_t{blockIdx.x} * (blockDim.x / 32) + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (row >= rows) return;  // whole warps leave together
@@ -555,15 +538,12 @@ __global__ void __launch_bounds__(256, kGreedy ? 4 : 2) partials_from_logits_ker
     const int64_t end = chunk_first_id + width;
     if constexpr (kGreedy) {
       if (check || !whole) {
-        p = merge(p, summarise_greedy(l, id_of, rule, true, end), rule.k);
+        p = merge(p, summarise<true>(l, id_of, rule, true, end), rule.k);
       } else {
         p = merge(p, summarise_greedy_unbanned(l, id_of, rule.k), rule.k);
       }
     } else {
-      int32_t id[kCount];
-#pragma unroll
-      for (int i = 0; i < kCount; ++i) id[i] = id_of(i);
-      p = merge(p, summarise(l, id, rule, check || !whole, end), rule.k);
+      p = merge(p, summarise<false>(l, id_of, rule, check || !whole, end), rule.k);
     }
   }
 #pragma unroll
