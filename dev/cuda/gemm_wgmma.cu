@@ -203,8 +203,7 @@ __global__ void __launch_bounds__(384, 1)
         } else {
           packed = pack_bf16x2(d[4 * j + 2 * half], d[4 * j + 2 * half + 1]);
         }
-        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(staging + r * kRowBytes + ((j ^ (r & 7)) * 16) + (lane % 4) * 4),
-                     "r"(packed));
+        st_shared_4(staging + r * kRowBytes + ((j ^ (r & 7)) * 16) + (lane % 4) * 4, packed);
       }
     }
     __syncwarp();
@@ -213,10 +212,7 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
     for (int i = 0; i < 16 / kRowsPerPass; ++i) {
       const int r = i * kRowsPerPass + lane / kChunks, chunk = lane % kChunks;
-      uint4 value;
-      asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
-                   : "=r"(value.x), "=r"(value.y), "=r"(value.z), "=r"(value.w)
-                   : "r"(staging + r * kRowBytes + ((chunk ^ (r & 7)) * 16)));
+      const uint4 value = ld_shared_16(staging + r * kRowBytes + ((chunk ^ (r & 7)) * 16));
       *reinterpret_cast<uint4*>(out + r * ldc + chunk * 8) = value;
     }
   } else if constexpr (!kSwiglu) {
@@ -398,8 +394,7 @@ __global__ void __launch_bounds__(384, 1)
           } else {
             packed = pack_bf16x2(d[4 * j + 2 * half], d[4 * j + 2 * half + 1]);
           }
-          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(mine + r * kRowBytes + ((j ^ (r & 7)) * 16) + (lane % 4) * 4),
-                       "r"(packed));
+          st_shared_4(mine + r * kRowBytes + ((j ^ (r & 7)) * 16) + (lane % 4) * 4, packed);
         }
       }
     }
@@ -409,10 +404,7 @@ __global__ void __launch_bounds__(384, 1)
     for (int i = 0; i < 32 / kRowsPerPass; ++i) {
       const int r = i * kRowsPerPass + lane / kChunks, chunk = lane % kChunks;
       const int tile_row = (r / 16) * 64 + warp * 16 + r % 16;  // staging row r: half r / 16
-      uint4 value;
-      asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
-                   : "=r"(value.x), "=r"(value.y), "=r"(value.z), "=r"(value.w)
-                   : "r"(mine + r * kRowBytes + ((chunk ^ (r & 7)) * 16)));
+      const uint4 value = ld_shared_16(mine + r * kRowBytes + ((chunk ^ (r & 7)) * 16));
       *reinterpret_cast<uint4*>(c + (int64_t{m_tile} * kPBM + tile_row) * ldc + int64_t{n_tile} * kOutCols + chunk * 8) =
           value;
     }
@@ -522,16 +514,10 @@ __global__ void __launch_bounds__(384, 1)
       bf16* out = c + int64_t{m_tile} * kBM * ldc + int64_t{n_tile} * (kSwiglu ? kBN / 2 : kBN);
       for (int item = t; item < kBM * kOutChunks; item += 96) {
         const int r = item / kOutChunks, chunk = item % kOutChunks;
-        uint4 value;
-        asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
-                     : "=r"(value.x), "=r"(value.y), "=r"(value.z), "=r"(value.w)
-                     : "r"(staging + r * kRowBytes + ((chunk ^ (r & 7)) * 16)));
+        uint4 value = ld_shared_16(staging + r * kRowBytes + ((chunk ^ (r & 7)) * 16));
         if constexpr (kSwiglu) {
-          uint4 up;
           const int up_chunk = chunk + kBN / 16;
-          asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
-                       : "=r"(up.x), "=r"(up.y), "=r"(up.z), "=r"(up.w)
-                       : "r"(staging + r * kRowBytes + ((up_chunk ^ (r & 7)) * 16)));
+          const uint4 up = ld_shared_16(staging + r * kRowBytes + ((up_chunk ^ (r & 7)) * 16));
           uint32_t* gv = &value.x;
           const uint32_t* uv = &up.x;
 #pragma unroll
@@ -576,8 +562,8 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         const int r = consumer * 64 + warp_in_group * 16 + lane / 4 + 8 * half;
-        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(staging + r * kRowBytes + ((j ^ (r & 7)) * 16) + (lane % 4) * 4),
-                     "r"(pack_bf16x2(d[4 * j + 2 * half], d[4 * j + 2 * half + 1])));
+        st_shared_4(staging + r * kRowBytes + ((j ^ (r & 7)) * 16) + (lane % 4) * 4,
+                    pack_bf16x2(d[4 * j + 2 * half], d[4 * j + 2 * half + 1]));
       }
     }
     __syncwarp();

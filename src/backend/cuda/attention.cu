@@ -234,7 +234,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       const uint32_t packed = pack_bf16x2(__fmul_rn(o[n][2 * half], inv_sum[half]),
                                           __fmul_rn(o[n][2 * half + 1], inv_sum[half]));
       const uint32_t address = q_tile + tile_offset<kHeadDim>(row, n) + quad_col * 4;
-      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(address), "r"(packed));
+      st_shared_4(address, packed);
     }
   }
   __syncwarp();

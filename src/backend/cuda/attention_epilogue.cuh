@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "backend/cuda/ptx.cuh"
+
 namespace mosaic::cuda {
 
 // 1 / l, or 0 for a row without keys, so that its output is zeros, not NaN.
@@ -30,10 +32,7 @@ __device__ __forceinline__ void store_staged_rows(uint32_t tile, Offset offset, 
   for (int i = threadIdx.x % 32; i < 16 * kChunks; i += 32) {
     const int row = row0 + i / kChunks, chunk = i % kChunks;
     if (row >= q_valid) break;  // i grows with row
-    uint4 value;
-    asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(value.x), "=r"(value.y), "=r"(value.z), "=r"(value.w)
-                 : "r"(tile + offset(row, chunk)));
+    const uint4 value = ptx::ld_shared_16(tile + offset(row, chunk));
     *reinterpret_cast<uint4*>(out + row * out_stride + chunk * 8) = value;
   }
 }

@@ -282,7 +282,7 @@ struct RowBlock {
         const uint32_t packed = pack_bf16x2(__fmul_rn(o[4 * j + 2 * half], inv_sum[half]),
                                             __fmul_rn(o[4 * j + 2 * half + 1], inv_sum[half]));
         const uint32_t address = q_tile + swizzled_offset<kQRows>(row, j) + quad_col * 4;
-        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(address), "r"(packed));
+        st_shared_4(address, packed);
       }
     }
     __syncwarp();
@@ -492,7 +492,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   }
   if constexpr (kRowSum == RowSum::rounded_mma) {  // warps 2 and 3 write the ones, bf16 1.0 = 0x3f80
     if (threadIdx.x >= 64 && threadIdx.x < 64 + kOnesBytes / 4) {
-      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(ones + 4 * (threadIdx.x - 64)), "r"(0x3f803f80u));
+      st_shared_4(ones + 4 * (threadIdx.x - 64), 0x3f803f80u);
       fence_proxy_async();  // visible to wgmma's operand reads
     }
   }

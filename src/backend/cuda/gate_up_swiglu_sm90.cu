@@ -147,13 +147,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int item = t; item < rows * kOutChunks; item += kEpilogueThreads) {
         const int r = item / kOutChunks, chunk = item % kOutChunks;
         const uint32_t row = staging + r * kStagingRowBytes;
-        uint4 g, u;
-        asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
-                     : "=r"(g.x), "=r"(g.y), "=r"(g.z), "=r"(g.w)
-                     : "r"(row + ((chunk ^ (r & 7)) * 16)));
-        asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
-                     : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w)
-                     : "r"(row + (((chunk + kOutChunks) ^ (r & 7)) * 16)));
+        uint4 g = ld_shared_16(row + ((chunk ^ (r & 7)) * 16));
+        const uint4 u = ld_shared_16(row + (((chunk + kOutChunks) ^ (r & 7)) * 16));
         uint32_t* gv = &g.x;
         const uint32_t* uv = &u.x;
 #pragma unroll
@@ -203,9 +198,8 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         const int r = consumer * 64 + warp_in_group * 16 + lane / 4 + 8 * half;
-        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(staging + r * kStagingRowBytes + ((j ^ (r & 7)) * 16) +
-                                                      (lane % 4) * 4),
-                     "r"(pack_bf16x2(d[4 * j + 2 * half], d[4 * j + 2 * half + 1])));
+        st_shared_4(staging + r * kStagingRowBytes + ((j ^ (r & 7)) * 16) + (lane % 4) * 4,
+                    pack_bf16x2(d[4 * j + 2 * half], d[4 * j + 2 * half + 1]));
       }
     }
     __syncwarp();

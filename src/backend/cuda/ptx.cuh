@@ -1,5 +1,6 @@
 // Inline PTX for sm_80+ tensor-core kernels (all valid on sm_90): cp.async copies into shared
-// memory, ldmatrix, the bf16 m16n8k16 MMA and the fast base-2 exponential; and the bf16 packing
+// memory, 4- and 16-byte shared accesses, ldmatrix, the bf16 m16n8k16 MMA and the fast base-2
+// exponential; and the bf16 packing
 // the attention kernels share. Used by the flash attention and fused LM-head kernels; include
 // only from .cu files.
 #pragma once
@@ -23,6 +24,18 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 template <int kPending>
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
+}
+
+// 4 bytes to, and 16 bytes from, shared memory at a 32-bit shared address (the staged epilogues).
+__device__ __forceinline__ void st_shared_4(uint32_t address, uint32_t value) {
+  asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(address), "r"(value));
+}
+__device__ __forceinline__ uint4 ld_shared_16(uint32_t address) {
+  uint4 v;
+  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(address));
+  return v;
 }
 
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t address) {
