@@ -19,10 +19,13 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/device.h"
 #include "backend/cuda/test_device_buffer.h"
+#include "backend/cuda/test_random_bf16.h"
 #include "core/half.h"
 
 namespace mosaic::cuda {
 namespace {
+
+using testing_support::random_bf16;
 
 constexpr uint16_t kPoison = 0xffff;  // a NaN in bf16
 
@@ -57,14 +60,6 @@ class DeviceArray {
 };
 
 float bf(uint16_t bits) { return bf16_to_f32(bits); }
-
-std::vector<uint16_t> random_bf16(size_t count, uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-scale, scale);
-  std::vector<uint16_t> values(count);
-  for (uint16_t& v : values) v = f32_to_bf16(dist(rng));
-  return values;
-}
 
 // ||out - ref||_2 / ||ref||_2 over the pairs given; infinity as soon as out holds a NaN or an
 // infinity, so neither can pass a tolerance.

@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -19,6 +18,7 @@
 #include "backend/cuda/elementwise.h"
 #include "backend/cuda/gemm.h"
 #include "backend/cuda/test_device_buffer.h"
+#include "backend/cuda/test_random_bf16.h"
 #include "core/half.h"
 
 namespace mosaic::cuda {
@@ -26,14 +26,7 @@ namespace {
 
 using testing_support::DeviceBuffer;
 using testing_support::download;
-
-std::vector<uint16_t> random_bf16(size_t count, uint32_t seed, float scale) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-scale, scale);
-  std::vector<uint16_t> values(count);
-  for (uint16_t& v : values) v = f32_to_bf16(dist(rng));
-  return values;
-}
+using testing_support::random_bf16;
 
 struct Case {
   int64_t m, k, f;

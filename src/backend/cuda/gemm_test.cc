@@ -17,10 +17,13 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/device.h"
+#include "backend/cuda/test_random_bf16.h"
 #include "core/half.h"
 
 namespace mosaic::cuda {
 namespace {
+
+using testing_support::random_bf16;
 
 // A device array freed on scope exit; copies go through the legacy default stream, which the
 // products below also use, so each copy waits for them.
@@ -50,14 +53,6 @@ class DeviceArray {
   T* data_ = nullptr;
   size_t count_ = 0;
 };
-
-std::vector<uint16_t> random_bf16(size_t count, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<uint16_t> values(count);
-  for (uint16_t& v : values) v = f32_to_bf16(dist(rng));
-  return values;
-}
 
 struct Shape {
   int64_t m, n, k, lda, ldb, ldc;
