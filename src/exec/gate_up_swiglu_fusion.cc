@@ -9,10 +9,6 @@ bool plain_product(const GraphOp& op, WeightRole weight) {
   return op.kind == OpKind::linear && op.weight == weight && !op.has_bias && !op.accumulate;
 }
 
-bool reads(const GraphOp& op, int32_t tensor) {
-  return op.a.tensor == tensor || op.b.tensor == tensor || op.c.tensor == tensor || op.index.tensor == tensor;
-}
-
 }  // namespace
 
 bool is_gate_up_swiglu(const Graph& graph, size_t index) {
@@ -25,9 +21,9 @@ bool is_gate_up_swiglu(const Graph& graph, size_t index) {
   if (swiglu.kind != OpKind::swiglu || swiglu.rows != gate.rows || !same_view(swiglu.out, gate.out) ||
       !same_view(swiglu.b, up.out))
     return false;
-  for (size_t later = index + 3; later < graph.ops.size(); ++later)
-    if (reads(graph.ops[later], up.out.tensor)) return false;
-  return true;
+  // The fused kernel leaves the up product unwritten: its lifetime (graph_builder.cc) must end at
+  // the SwiGLU.
+  return graph.tensors.at(static_cast<size_t>(up.out.tensor)).last_op == static_cast<int32_t>(index + 2);
 }
 
 }  // namespace mosaic

@@ -15,8 +15,8 @@ namespace mosaic {
 
 // Whether graph.ops[index], [index + 1] and [index + 2] are one layer's gate product, its up
 // product over the same rows of the same input, and the SwiGLU that writes silu(gate) * up into
-// the gate product's tensor; neither product with a bias or accumulating, and no later op reading
-// the up product (which the fused kernel does not write).
+// the gate product's tensor; neither product with a bias or accumulating, and the up product's
+// lifetime ending at the SwiGLU (the fused kernel does not write it).
 bool is_gate_up_swiglu(const Graph& graph, size_t index);
 
 }  // namespace mosaic
