@@ -333,27 +333,22 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
     run_linear(projection, head_rows, tail_rows);
   };
 
-  // A layer's gate product, up product and SwiGLU (ops index .. index + 2) as the fused product's
-  // arguments: SwiGLU's output is the gate product's tensor.
-  auto gate_up_args = [&](size_t index) {
-    const GraphOp& gate = graph.ops[index];
-    const WeightView& gate_weight = weight_of(w, gate.layer, WeightRole::gate);
-    const WeightView& up_weight = weight_of(w, gate.layer, WeightRole::up);
-    cuda::GateUpSwigluArgs args;
-    args.m = gate.rows, args.f = gate_weight.shape[0], args.k = gate_weight.shape[1];
-    args.x = address(gate.a), args.x_stride = cols(gate.a);
-    args.gate = x.on_device(gate_weight), args.up = x.on_device(up_weight), args.weight_stride = args.k;
-    args.out = address(gate.out), args.out_stride = cols(gate.out);
-    return args;
-  };
-  std::vector<uint8_t> fused_gate_up(graph.ops.size(), 0);
+  // fused_gate_up[i]: where ops i .. i + 2 (a layer's gate product, up product and SwiGLU) run as
+  // one fused product, its arguments (SwiGLU's output is the gate product's tensor).
+  std::vector<std::optional<cuda::GateUpSwigluArgs>> fused_gate_up(graph.ops.size());
   if (x.fuse_gate_up && cuda::gate_up_swiglu_available()) {
     for (size_t i = 0; i < graph.ops.size(); ++i) {
       if (!is_gate_up_swiglu(graph, i)) continue;
       const GraphOp& gate = graph.ops[i];
-      const bool same_weight_shapes =
-          weight_of(w, gate.layer, WeightRole::up).shape == weight_of(w, gate.layer, WeightRole::gate).shape;
-      fused_gate_up[i] = same_weight_shapes && cuda::gate_up_swiglu_shape_fits(gate_up_args(i));
+      const WeightView& gate_weight = weight_of(w, gate.layer, WeightRole::gate);
+      const WeightView& up_weight = weight_of(w, gate.layer, WeightRole::up);
+      if (up_weight.shape != gate_weight.shape) continue;
+      cuda::GateUpSwigluArgs args;
+      args.m = gate.rows, args.f = gate_weight.shape[0], args.k = gate_weight.shape[1];
+      args.x = address(gate.a), args.x_stride = cols(gate.a);
+      args.gate = x.on_device(gate_weight), args.up = x.on_device(up_weight), args.weight_stride = args.k;
+      args.out = address(gate.out), args.out_stride = cols(gate.out);
+      if (cuda::gate_up_swiglu_shape_fits(args)) fused_gate_up[i] = args;
     }
   }
 
@@ -373,7 +368,7 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
         continue;
       }
       if (fused_gate_up[index]) {
-        cuda::gate_up_swiglu(gate_up_args(index), stream);
+        cuda::gate_up_swiglu(*fused_gate_up[index], stream);
         index += 2;  // the up product and SwiGLU ran with it
         if (x.profile.enabled()) x.profile.mark("gate_up_swiglu", stream);
         continue;
