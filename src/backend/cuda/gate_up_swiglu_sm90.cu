@@ -226,26 +226,17 @@ struct PairLaunch : PairLaunchConfig {
 // Clusters of two CTAs the current device runs at once (0 when it cannot say), asked once per
 // device: the persistent grid's size.
 int pairs_on_device() {
-  static std::atomic<int> known[64] = {};  // per device ordinal: 0 not asked yet, else pairs + 1
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 0;
-  }
-  std::atomic<int>& slot = known[device & 63];
-  int value = slot.load(std::memory_order_acquire);
-  if (value == 0) {
+  static std::atomic<int> known[64] = {};
+  return count_once_per_device(known, [](int) {
     int clusters = 0;
     configure();
     const PairLaunch launch(2, nullptr);
     if (cudaOccupancyMaxActiveClusters(&clusters, gate_up_swiglu_kernel, &launch.config) != cudaSuccess) {
       (void)cudaGetLastError();
-      clusters = 0;
+      return 0;
     }
-    value = clusters + 1;
-    slot.store(value, std::memory_order_release);
-  }
-  return value - 1;
+    return clusters;
+  });
 }
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }

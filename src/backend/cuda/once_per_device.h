@@ -26,6 +26,24 @@ bool once_per_device(std::atomic<uint64_t>& asked, std::atomic<uint64_t>& answer
   return answers.load(std::memory_order_relaxed) & bit;
 }
 
+// The same for a count (>= 0): `known` (static, one per question) holds per device ordinal 0 until
+// asked, then the answer + 1. 0 when there is no current device.
+template <typename Ask>
+int count_once_per_device(std::atomic<int> (&known)[64], Ask ask) {
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  std::atomic<int>& slot = known[device & 63];
+  int value = slot.load(std::memory_order_acquire);
+  if (value == 0) {
+    value = ask(device) + 1;
+    slot.store(value, std::memory_order_release);
+  }
+  return value - 1;
+}
+
 // Whether `device` is compute capability 9.0 (the only one sm_90a code runs on) and this binary
 // holds `kernel` for it.
 inline bool device_runs_sm90a_kernel(int device, const void* kernel) {

@@ -1,7 +1,7 @@
-// SwiGLU's arithmetic on one element, shared by the SwiGLU kernel (elementwise.cu) and any
-// product that applies it in its epilogue (dev/cuda/gemm_wgmma.cu), so that both give the same
-// bits. g and u are the bf16 gate and up values, widened to fp32; the result is rounded by the
-// caller. Include only from .cu files.
+// SwiGLU's arithmetic on one element, shared by the SwiGLU kernel (elementwise.cu) and the
+// products that apply it in their epilogue (gate_up_swiglu_sm90.cu, dev/cuda/gemm_wgmma.cu), so
+// that all give the same bits. g and u are the bf16 gate and up values, widened to fp32; the
+// result is rounded by the caller. Include only from .cu files.
 #pragma once
 
 namespace mosaic::cuda {
