@@ -31,6 +31,9 @@ struct ModelInfo {
   int64_t mask_token_id = -1, eos_token_id = -1;
   double rope_theta = 0;
   int64_t max_position = 0;   // trained context length from config.json (0: unknown)
+  // "full", or the block-causal layout ("prompt", "absolute"): block-causal models decode with
+  // their exact block cache (docs/design/cached-decoding.md).
+  std::string attention = "full";
   uint64_t weight_bytes = 0;
   std::string weight_dtype;   // dtype of the embedding, e.g. "BF16"
   std::string device;         // "cpu" or "cuda" — where the engine runs

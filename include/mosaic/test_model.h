@@ -17,6 +17,7 @@ struct TestModelRequest {
   std::optional<double> rope_theta;
   bool tied_embeddings = false;   // LM head = embedding (LLaDA weight_tying, Dream tie_word_embeddings)
   bool qkv_bias = false;          // LLaDA include_qkv_bias (Dream always has q/k/v biases)
+  std::string block_attention;    // "" (full attention) | "prompt" | "absolute" (config.json block_attention)
   std::string dtype = "bf16";     // "bf16" | "fp16" | "fp32"
   int shards = 1;
   // A tokenizer.json to copy into the folder; the vocabulary grows to cover it and the mask id

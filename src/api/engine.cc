@@ -54,6 +54,7 @@ std::unique_ptr<Engine> Engine::open(const std::filesystem::path& model_dir, con
   info.mask_token_id = c.mask_token_id, info.eos_token_id = c.eos_token_id;
   info.rope_theta = c.rope_theta;
   info.max_position = c.max_position;
+  info.attention = std::string(block_attention_name(c.block_attention));
   info.weight_bytes = impl->model->weights().bytes;
   info.weight_dtype = std::string(dtype_name(impl->model->weights().embedding.dtype));
   if (std::filesystem::exists(model_dir / "tokenizer.json"))

@@ -44,6 +44,11 @@ void make_test_model(const TestModelRequest& request) {
     if (family != Family::llada) fail("--qkv-bias applies to the llada family (Dream always has q/k/v biases)");
     config.qkv_bias = true;
   }
+  if (!request.block_attention.empty()) {
+    if (request.block_attention == "prompt") config.block_attention = BlockAttention::prompt;
+    else if (request.block_attention == "absolute") config.block_attention = BlockAttention::absolute;
+    else fail("--block-attention '{}' is not a block layout (expected prompt or absolute)", request.block_attention);
+  }
   if (config.heads <= 0 || config.hidden <= 0 || config.hidden % config.heads != 0)
     fail("--hidden {} must be a positive multiple of --heads {}", config.hidden, config.heads);
   config.head_dim = config.hidden / config.heads;

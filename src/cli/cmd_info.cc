@@ -23,6 +23,7 @@ int run_info(const InfoOptions& options) {
       {"layers", info.layers},       {"hidden", info.hidden},     {"heads", info.heads},
       {"kv_heads", info.kv_heads},   {"head_dim", info.head_dim}, {"ffn", info.ffn},
       {"vocab", info.vocab},         {"rope_theta", info.rope_theta},
+      {"attention", info.attention},
       {"mask_token_id", info.mask_token_id}, {"eos_token_id", info.eos_token_id},
       {"weight_bytes", info.weight_bytes},   {"weight_dtype", info.weight_dtype}};
   if (options.json) {

@@ -64,6 +64,9 @@ Action register_make_test_model(CLI::App& app) {
   command->add_option("--rope-theta", request.rope_theta, "Override: RoPE base");
   command->add_flag("--tied", request.tied_embeddings, "Tie the LM head to the embedding");
   command->add_flag("--qkv-bias", request.qkv_bias, "LLaDA only: q/k/v projections with biases");
+  command->add_option("--block-attention", request.block_attention,
+                      "Block-causal attention: prompt (the prompt one block, D2F) | absolute (LLaDA 2.x)")
+      ->check(CLI::IsMember({"prompt", "absolute"}));
   command->add_option("--tokenizer", request.tokenizer,
                       "tokenizer.json to include (vocabulary and mask id follow it)");
   command->add_option("--dtype", request.dtype, "bf16 | fp16 | fp32")->default_val("bf16");

@@ -46,8 +46,8 @@ const std::vector<float>& CpuExecutor::small_weight(int32_t layer, WeightRole ro
 }
 
 std::vector<float> CpuExecutor::run(const Graph& graph, const PlannedStep& planned, CpuArena& arena,
-                                    const PackedBatch& batch,
-                                    std::span<const HeadRowSampling> sampling) const {
+                                    const PackedBatch& batch, std::span<const HeadRowSampling> sampling,
+                                    CpuKvCache* cache) const {
   const MemoryPlan& plan = planned.plan;
   const ModelConfig& c = model_.config();
   const ModelWeights& w = model_.weights();
@@ -59,12 +59,15 @@ std::vector<float> CpuExecutor::run(const Graph& graph, const PlannedStep& plann
                 "graph and batch disagree on the shape");
   MOSAIC_ASSERT(sampling.empty() || static_cast<int64_t>(sampling.size()) == graph.candidates,
                 "{} sampling entries for {} candidate rows", sampling.size(), graph.candidates);
+  MOSAIC_ASSERT(!graph.cached() || (cache != nullptr && batch.kv_rows.size() == static_cast<size_t>(graph.tokens)),
+                "a cached step needs the KV cache and every computed row's cache row");
   arena.reserve(plan.peak_bytes);
   for (size_t t = 0; t < graph.tensors.size(); ++t) {
     const GraphTensor& tensor = graph.tensors[t];
     MOSAIC_ASSERT(tensor.dtype == DType::f32 || tensor.dtype == DType::i32,
                   "the CPU backend runs fp32 activations ({} is {})",
                   graph.tensor_name(static_cast<int32_t>(t)), dtype_name(tensor.dtype));
+    if (tensor.resident) continue;
     const TensorUsage& slot = planned.usages[t];
     MOSAIC_ASSERT(tensor.bytes() <= slot.bytes && tensor.first_op == slot.first_op &&
                       tensor.last_op == slot.last_op,
@@ -73,6 +76,10 @@ std::vector<float> CpuExecutor::run(const Graph& graph, const PlannedStep& plann
   std::byte* base = arena.base();
   auto address = [&](const TensorRef& ref) -> std::byte* {
     const GraphTensor& t = graph.tensors[static_cast<size_t>(ref.tensor)];
+    if (t.resident) {  // the layer's K or V region of the cache
+      float* region = t.role == TensorRole::cache_k ? cache->k(t.layer) : cache->v(t.layer);
+      return reinterpret_cast<std::byte*>(region) + ref.row * t.row_bytes();
+    }
     return base + plan.offsets[static_cast<size_t>(ref.tensor)] + ref.row * t.row_bytes();
   };
   auto f32 = [&](const TensorRef& ref) { return reinterpret_cast<float*>(address(ref)); };
@@ -82,6 +89,8 @@ std::vector<float> CpuExecutor::run(const Graph& graph, const PlannedStep& plann
   std::memcpy(i32({graph.ids, 0}), batch.ids.data(), batch.ids.size() * sizeof(int32_t));
   std::memcpy(i32({graph.positions, 0}), batch.positions.data(), batch.positions.size() * sizeof(int32_t));
   std::memcpy(i32({graph.logit_rows, 0}), batch.logit_rows.data(), batch.logit_rows.size() * sizeof(int32_t));
+  if (graph.cached())
+    std::memcpy(i32({graph.kv_rows, 0}), batch.kv_rows.data(), batch.kv_rows.size() * sizeof(int32_t));
 
   const std::vector<float> inv_freq = cpu::rope_inv_freq(c.head_dim, c.rope_theta);
   const float eps = static_cast<float>(c.rms_eps);
@@ -129,6 +138,7 @@ std::vector<float> CpuExecutor::run(const Graph& graph, const PlannedStep& plann
         args.q_heads = c.heads, args.kv_heads = c.kv_heads, args.head_dim = c.head_dim;
         args.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
         args.segments = std::span(graph.segments).subspan(op.segment_begin, op.segment_count);
+        args.kv_pages = graph.kv_pages.data(), args.page_rows = graph.kv_page_rows;
         cpu::attention(args);
         break;
       }
@@ -141,6 +151,13 @@ std::vector<float> CpuExecutor::run(const Graph& graph, const PlannedStep& plann
                         graph.tensor_name(op.a.tensor));
           std::memcpy(address(op.out) + r * row_bytes, address({op.a.tensor, rows[r]}), row_bytes);
         }
+        break;
+      }
+      case OpKind::scatter_rows: {
+        const uint64_t row_bytes = graph.tensors[static_cast<size_t>(op.a.tensor)].row_bytes();
+        const int32_t* rows = i32(op.index);
+        for (int64_t r = 0; r < op.rows; ++r)
+          std::memcpy(address({op.out.tensor, rows[r]}), address(op.a) + r * row_bytes, row_bytes);
         break;
       }
       case OpKind::swiglu:

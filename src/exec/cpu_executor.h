@@ -11,6 +11,7 @@
 #include "exec/forward_batch.h"
 #include "graph/graph.h"
 #include "mem/cpu_arena.h"
+#include "mem/cpu_kv_cache.h"
 #include "model/model_weights.h"
 #include "plan/step_planner.h"
 
@@ -26,9 +27,10 @@ class CpuExecutor {
   // The batch supplies the inputs (ids, positions, logit rows). Returns the output tensor's
   // contents: logits [candidates, vocab] or head statistics [candidates, kHeadStatsCols].
   // `sampling`: one entry per candidate row for the fused head (empty: greedy, raw statistics).
+  // A cached step's resident tensors are the layers' regions of `cache`.
   std::vector<float> run(const Graph& graph, const PlannedStep& planned, CpuArena& arena,
-                         const PackedBatch& batch,
-                         std::span<const HeadRowSampling> sampling = {}) const;
+                         const PackedBatch& batch, std::span<const HeadRowSampling> sampling = {},
+                         CpuKvCache* cache = nullptr) const;
 
  private:
   const std::vector<float>& small_weight(int32_t layer, WeightRole role) const;

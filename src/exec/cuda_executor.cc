@@ -63,13 +63,15 @@ struct DeviceBuffer {
 // of each tensor it names. Weights and model constants are the executor's own and never change.
 template <typename Address>
 CudaStepGraphs::Signature launch_signature(const Graph& graph, const Address& address, const void* segments,
-                                           const void* sampling, bool all_greedy) {
+                                           const void* sampling, const void* kv_pages, bool all_greedy) {
   CudaStepGraphs::Signature signature;
-  signature.reserve(4 + 4 * graph.segments.size() + 20 * graph.ops.size());
+  signature.reserve(6 + 5 * graph.segments.size() + 20 * graph.ops.size());
   auto put = [&](auto value) { signature.push_back(static_cast<int64_t>(value)); };
   put(reinterpret_cast<intptr_t>(segments)), put(reinterpret_cast<intptr_t>(sampling)), put(all_greedy);
+  put(reinterpret_cast<intptr_t>(kv_pages)), put(graph.kv_page_rows);
   put(graph.tensors[static_cast<size_t>(graph.output)].rows);
-  for (const AttentionSegment& s : graph.segments) put(s.q_begin), put(s.q_count), put(s.kv_begin), put(s.kv_count);
+  for (const AttentionSegment& s : graph.segments)
+    put(s.q_begin), put(s.q_count), put(s.kv_begin), put(s.kv_count), put(s.kv_pages);
   for (const GraphOp& op : graph.ops) {
     put(op.kind), put(op.layer), put(op.weight), put(op.has_bias), put(op.accumulate), put(op.rows);
     put(op.segment_begin), put(op.segment_count);
@@ -103,7 +105,7 @@ struct CudaExecutor::Impl {
   uint64_t weight_bytes = 0;
   std::map<const void*, const void*> device_of;  // host view data -> device bf16 copy
   cuda::Gemm gemm;
-  DeviceBuffer segments, sampling, commit_sequences, committed;
+  DeviceBuffer segments, sampling, commit_sequences, committed, kv_pages;
   std::chrono::steady_clock::time_point launch_end;
   CudaOpProfile profile;  // MOSAIC_PROFILE_OPS=1
   CudaStepGraphs graphs;  // MOSAIC_CUDA_GRAPHS=0 turns replays off
@@ -197,7 +199,7 @@ size_t CudaExecutor::graph_replays() const { return impl_->graphs.replays(); }
 
 uint64_t CudaExecutor::workspace_bytes() const {
   return impl_->gemm.workspace_bytes() + impl_->segments.size + impl_->sampling.size +
-         impl_->commit_sequences.size + impl_->committed.size;
+         impl_->commit_sequences.size + impl_->committed.size + impl_->kv_pages.size;
 }
 
 CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned, CudaArena& arena,
@@ -211,8 +213,11 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
   MOSAIC_ASSERT(plan.offsets.size() == graph.tensors.size() && planned.graph.op_count() == graph.op_count(),
                 "plan and graph disagree in structure");
   MOSAIC_ASSERT(arena.mapped() >= plan.peak_bytes, "the arena does not cover the plan");
+  MOSAIC_ASSERT(!graph.cached() || (io.cache != nullptr && batch.kv_rows.size() == static_cast<size_t>(graph.tokens)),
+                "a cached step needs the KV cache and every computed row's cache row");
   for (size_t t = 0; t < graph.tensors.size(); ++t) {
     const GraphTensor& tensor = graph.tensors[t];
+    if (tensor.resident) continue;
     MOSAIC_ASSERT(tensor.bytes() <= planned.usages[t].bytes, "{} does not fit its slot", graph.tensor_name(int32_t(t)));
     MOSAIC_ASSERT(tensor.dtype != DType::f32 || tensor.category == TensorCategory::head,
                   "the CUDA backend runs bf16 activations ({} is fp32)", graph.tensor_name(int32_t(t)));
@@ -220,6 +225,10 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
   auto* base = static_cast<std::byte*>(arena.base());
   auto address = [&](const TensorRef& ref) -> void* {
     const GraphTensor& t = graph.tensors[static_cast<size_t>(ref.tensor)];
+    if (t.resident) {  // the layer's K or V region of the cache
+      void* region = t.role == TensorRole::cache_k ? io.cache->k(t.layer) : io.cache->v(t.layer);
+      return static_cast<std::byte*>(region) + ref.row * t.row_bytes();
+    }
     return base + plan.offsets[static_cast<size_t>(ref.tensor)] + ref.row * t.row_bytes();
   };
   auto i32 = [&](const TensorRef& ref) { return static_cast<int32_t*>(address(ref)); };
@@ -238,14 +247,23 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
     int32_t* ids = i32({graph.ids, 0});
     for (int64_t s = 0; s < batch.sequences(); ++s) {
       const int64_t begin = batch.offsets[s], bytes = (batch.offsets[s + 1] - begin) * 4;
-      if (io.canvases[s] != nullptr)
-        MOSAIC_CUDA_CHECK(cudaMemcpyAsync(ids + begin, io.canvases[s], bytes, cudaMemcpyDeviceToDevice, stream));
+      if (io.canvases[s] != nullptr)  // the computed positions of the canvas
+        MOSAIC_CUDA_CHECK(cudaMemcpyAsync(ids + begin, io.canvases[s] + batch.canvas_begin[s], bytes,
+                                          cudaMemcpyDeviceToDevice, stream));
       else
         MOSAIC_CUDA_CHECK(cudaMemcpyAsync(ids + begin, batch.ids.data() + begin, bytes, cudaMemcpyHostToDevice, stream));
     }
   }
   upload(graph.positions, batch.positions);
   upload(graph.logit_rows, batch.logit_rows);
+  int32_t* device_kv_pages = nullptr;
+  if (graph.cached()) {
+    upload(graph.kv_rows, batch.kv_rows);
+    device_kv_pages = static_cast<int32_t*>(x.kv_pages.fit(std::max<size_t>(graph.kv_pages.size(), 1) * 4));
+    if (!graph.kv_pages.empty())
+      MOSAIC_CUDA_CHECK(cudaMemcpyAsync(device_kv_pages, graph.kv_pages.data(), graph.kv_pages.size() * 4,
+                                        cudaMemcpyHostToDevice, stream));
+  }
   // The attention ops split at a tail (profiled steps run every op on its own): their two parts'
   // segments go to the device after the graph's, head part first; split_at[i] is the head part's
   // index there, 0 where op i runs whole (the graph's own segments come first, so a split's index
@@ -313,6 +331,7 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
     args.q_heads = c.heads, args.kv_heads = c.kv_heads, args.head_dim = c.head_dim;
     args.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
     args.segments = device_segments, args.segment_count = count, args.max_q_rows = max_q_rows;
+    if (graph.cached()) args.kv_pages = device_kv_pages, args.page_rows = graph.kv_page_rows;
     cuda::attention(args, on);
   };
   // A split attention op and its o-projection (exec/attention_tail_split.h): the head part on the
@@ -405,6 +424,14 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
                             static_cast<int64_t>(to.row_bytes()), stream);
           break;
         }
+        case OpKind::scatter_rows: {
+          const GraphTensor& from = graph.tensors[static_cast<size_t>(op.a.tensor)];
+          const GraphTensor& to = graph.tensors[static_cast<size_t>(op.out.tensor)];
+          cuda::scatter_rows(op.rows, static_cast<int64_t>(from.row_bytes()), address(op.a),
+                             static_cast<int64_t>(from.row_bytes()), i32(op.index), address(op.out),
+                             static_cast<int64_t>(to.row_bytes()), stream);
+          break;
+        }
         case OpKind::swiglu:
           cuda::swiglu(op.rows, cols(op.out), address(op.out), cols(op.out), address(op.b), cols(op.b), stream);
           break;
@@ -447,7 +474,8 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
   } else if (!x.graphs.enabled()) {  // MOSAIC_CUDA_GRAPHS=0: no signature to build
     enqueue_forward();
   } else {
-    x.graphs.run(launch_signature(graph, address, segments, device_sampling, all_greedy), stream, enqueue_forward);
+    x.graphs.run(launch_signature(graph, address, segments, device_sampling, device_kv_pages, all_greedy), stream,
+                 enqueue_forward);
   }
   CudaStepResult result;
   if (committed != nullptr) {

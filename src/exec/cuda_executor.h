@@ -19,6 +19,7 @@
 #include "exec/forward_batch.h"
 #include "graph/graph.h"
 #include "mem/cuda_arena.h"
+#include "mem/cuda_kv_cache.h"
 #include "model/model_weights.h"
 #include "plan/step_planner.h"
 
@@ -33,6 +34,8 @@ struct DeviceStepIo {
   // output, HeadMode::stats, with per-row sampling given).
   std::span<const cuda::CommitSequence> commits;
   bool copy_output = true;  // false: the output tensor stays on the device
+  // A cached step's resident tensors: the layers' regions of this KV cache.
+  const CudaKvCache* cache = nullptr;
 };
 
 struct CudaStepResult {

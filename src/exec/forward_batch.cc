@@ -17,8 +17,13 @@ PackedBatch pack_batch(const ModelConfig& config, std::span<const SequenceRows> 
     if (length == 0) fail("sequence {} is empty", s);
     if (length > std::numeric_limits<int32_t>::max())
       fail("sequence {} has {} tokens, more than Mosaic's limit of 2^31 - 1", s, length);
+    const int64_t begin = sequence.cached() ? sequence.begin : 0;
+    const int64_t end = sequence.cached() ? sequence.end : length;
+    if (begin < 0 || begin >= end || end > length)
+      fail("sequence {}: computed positions [{}, {}) are not a non-empty run of its {} positions", s, begin, end,
+           length);
     const int64_t start = packed.offsets.back();
-    for (int64_t p = 0; p < length; ++p) {
+    for (int64_t p = begin; p < end; ++p) {
       const int32_t id = sequence.ids[p];
       if (id < 0 || id >= config.vocab)
         fail("sequence {}: token id {} at position {} is outside the vocabulary [0, {})", s, id, p,
@@ -33,9 +38,13 @@ PackedBatch pack_batch(const ModelConfig& config, std::span<const SequenceRows> 
       if (requested[row]) fail("sequence {}: row {} is requested twice", s, row);
       requested[row] = true;
       const int64_t source = config.shifted_logits() ? std::max<int64_t>(row - 1, 0) : row;
-      packed.logit_rows.push_back(static_cast<int32_t>(start + source));
+      if (source < begin || source >= end)
+        fail("sequence {}: requested row {} reads hidden row {}, outside the computed positions [{}, {})", s,
+             row, source, begin, end);
+      packed.logit_rows.push_back(static_cast<int32_t>(start + source - begin));
     }
-    packed.offsets.push_back(start + length);
+    packed.canvas_begin.push_back(begin);
+    packed.offsets.push_back(start + end - begin);
   }
   return packed;
 }

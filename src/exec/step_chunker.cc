@@ -8,36 +8,49 @@
 
 namespace mosaic {
 
-ChunkConfig StepChunker::chunks_for(const StepShape& shape, const GraphOptions& options) {
-  if (!budget_) return {};
+ChunkConfig StepChunker::chunks_for(const StepShape& shape, const GraphOptions& options,
+                                    std::optional<uint64_t> activation_budget) {
+  if (!activation_budget) return {};
+  const uint64_t budget = *activation_budget;
   const int64_t tokens = bucket_rows(shape.tokens());
   const int64_t candidates = std::min(bucket_rows(shape.total_candidates()), tokens);
-  const auto key = std::make_tuple(tokens, candidates, static_cast<int>(options.head));
-  if (const auto found = cache_.find(key); found != cache_.end()) return found->second;
+  const auto key = std::make_tuple(tokens, candidates, static_cast<int>(options.head), shape.is_cached());
+  if (const auto found = found_.find(key); found != found_.end()) {
+    const Found& f = found->second;
+    const bool unchunked = f.chunks == ChunkConfig{};
+    if (f.planned_peak <= budget && (unchunked || budget <= f.budget)) return f.chunks;
+  }
   ChunkSearchRequest request;
-  request.shape = StepShape{{tokens}, {candidates}};
+  request.shape = bucket_shape(tokens, candidates, shape.is_cached(), shape.page_rows);
   request.options = options;
-  request.activation_budget = *budget_;
+  request.activation_budget = budget;
   request.granule = granule_;
   const ChunkSearchResult result = search_chunks(config_, request);
-  if (!result.fits && result.floor > *budget_)
+  if (!result.fits && result.floor > budget)
     fail("a step of {} tokens and {} candidate rows needs at least {} of activations; the budget "
          "leaves {}",
-         shape.tokens(), shape.total_candidates(), format_bytes(result.floor), format_bytes(*budget_));
+         shape.tokens(), shape.total_candidates(), format_bytes(result.floor), format_bytes(budget));
   if (!result.fits)  // the floor fits, the placement does not: say so, not "needs at least"
     fail("a step of {} tokens and {} candidate rows does not fit the {} of activations the budget "
          "leaves: chunked as far as it goes its live bytes peak at {}, but no chunking found packs "
          "its tensors into that many {} pages",
-         shape.tokens(), shape.total_candidates(), format_bytes(*budget_), format_bytes(result.floor),
+         shape.tokens(), shape.total_candidates(), format_bytes(budget), format_bytes(result.floor),
          format_bytes(granule_));
-  return cache_.emplace(key, result.chunks).first->second;
+  found_[key] = {result.chunks, result.planned_peak, budget};
+  return result.chunks;
 }
 
-StepShape step_shape_of(std::span<const SequenceRows> sequences) {
+StepShape step_shape_of(const ModelConfig& config, std::span<const SequenceRows> sequences) {
   StepShape shape;
+  bool block_causal = false;
+  for (const SequenceRows& sequence : sequences) block_causal = block_causal || sequence.layout.block_causal();
   for (const SequenceRows& sequence : sequences) {
-    shape.lengths.push_back(static_cast<int64_t>(sequence.ids.size()));
+    shape.lengths.push_back(sequence.computed_rows());
     shape.candidates.push_back(static_cast<int64_t>(sequence.rows.size()));
+    if (!block_causal) continue;
+    shape.layouts.push_back(sequence.layout);
+    for (const int32_t row : sequence.rows)
+      shape.candidate_positions.push_back(config.shifted_logits() ? std::max<int64_t>(row - 1, 0) : row);
   }
   return shape;
 }

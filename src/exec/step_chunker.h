@@ -1,6 +1,8 @@
 // Lazy chunking for a step runner: the chunk counts a step needs to fit the activation budget,
-// searched once per shape bucket and head mode (the bucket's shape bounds every step in it), so a
-// decode loop does not search every step.
+// searched once per shape bucket, head mode and step form (the bucket's shape bounds every step
+// in it), so a decode loop does not search every step. The budget may change between steps (a KV
+// cache's pages take their share of the engine's budget): a remembered configuration is reused
+// while it still fits and no larger budget could do with fewer chunks.
 #pragma once
 
 #include <cstdint>
@@ -18,21 +20,29 @@ namespace mosaic {
 
 class StepChunker {
  public:
-  // `activation_budget` unset: never chunk. `granule`: the arena's allocation unit.
-  StepChunker(const ModelConfig& config, std::optional<uint64_t> activation_budget, uint64_t granule)
-      : config_(config), budget_(activation_budget), granule_(granule) {}
+  // `granule`: the arena's allocation unit.
+  StepChunker(const ModelConfig& config, uint64_t granule) : config_(config), granule_(granule) {}
 
-  // Throws mosaic::Error naming the bytes needed when no chunking fits the budget.
-  ChunkConfig chunks_for(const StepShape& shape, const GraphOptions& options);
+  // `activation_budget` unset: never chunk. Throws mosaic::Error naming the bytes needed when no
+  // chunking fits the budget.
+  ChunkConfig chunks_for(const StepShape& shape, const GraphOptions& options,
+                         std::optional<uint64_t> activation_budget);
 
  private:
+  struct Found {
+    ChunkConfig chunks;
+    uint64_t planned_peak = 0;  // arena bytes the configuration needs
+    uint64_t budget = 0;        // the budget it was searched under
+  };
   const ModelConfig& config_;
-  std::optional<uint64_t> budget_;
   uint64_t granule_;
-  std::map<std::tuple<int64_t, int64_t, int>, ChunkConfig> cache_;  // per bucket and head mode
+  // per bucket (tokens, candidates), head mode and whether the step is cached
+  std::map<std::tuple<int64_t, int64_t, int, bool>, Found> found_;
 };
 
-// The shape of a batch: lengths and candidate rows per sequence.
-StepShape step_shape_of(std::span<const SequenceRows> sequences);
+// The shape of a batch: computed and candidate rows per sequence, block layouts and candidate
+// positions where attention is block-causal. A cached step's cache views are added by the runner,
+// which holds the pages (exec/kv_cache_views.h).
+StepShape step_shape_of(const ModelConfig& config, std::span<const SequenceRows> sequences);
 
 }  // namespace mosaic

@@ -7,12 +7,14 @@
 
 #include "core/error.h"
 #include "core/format_bytes.h"
+#include "exec/kv_cache_views.h"
 #include "plan/step_memory.h"
 
 #ifdef MOSAIC_HAVE_CUDA
 #include "exec/cuda_executor.h"
 #include "exec/device_canvases.h"
 #include "mem/cuda_arena.h"
+#include "mem/cuda_kv_cache.h"
 #endif
 
 namespace mosaic {
@@ -35,38 +37,123 @@ GraphOptions graph_options(DType activations, HeadMode head, uint64_t head_scrat
   options.last_layer_candidates_only = last_layer_candidates_only_from_environment();
   return options;
 }
+
+// Whether a batch is a cached step: then every sequence must be (BatchStepper runs the others in a
+// full step of their own).
+bool cached_batch(std::span<const SequenceRows> sequences) {
+  const bool cached = std::ranges::any_of(sequences, [](const SequenceRows& s) { return s.cached(); });
+  MOSAIC_ASSERT(!cached || std::ranges::all_of(sequences, [](const SequenceRows& s) { return s.cached(); }),
+                "a step is either cached for every sequence or for none");
+  return cached;
+}
+
+// The step's memory figures, its sequences' cache included.
+void report_memory(const PlannedStep& planned, const Graph& graph, StepOutput& out) {
+  const StepMemory memory = with_resident(planned.memory, graph.resident_bytes());
+  out.planned_peak = memory.planned_peak;
+  out.lower_bound = memory.lower_bound;
+  out.average_live = memory.average_live;
+  out.resident = memory.resident;
+}
+
+// The error for a reservation the budget cannot take.
+[[noreturn]] void refuse_cache(int64_t positions, int64_t pages, uint64_t needed, uint64_t held, uint64_t budget) {
+  fail("the KV cache of a sequence of {} positions needs {} pages; the cache would grow to {} ({} held now), "
+       "more than the {} the budget leaves beside the weights",
+       positions, pages, format_bytes(needed), format_bytes(held), format_bytes(budget));
+}
+
 }  // namespace
 
-CpuStepRunner::CpuStepRunner(const Model& model, std::optional<uint64_t> activation_budget)
+uint64_t kv_cache_bytes(const StepMemorySetup& setup, int64_t layers, int64_t pages) {
+  if (pages <= 0 || layers <= 0) return 0;
+  const uint64_t region = setup.cache_page_bytes / static_cast<uint64_t>(2 * layers) * static_cast<uint64_t>(pages);
+  const uint64_t granule = std::max<uint64_t>(setup.cache_region_granule, 1);
+  return (region + granule - 1) / granule * granule * static_cast<uint64_t>(2 * layers);
+}
+
+CpuStepRunner::CpuStepRunner(const Model& model, std::optional<uint64_t> activation_budget, int64_t cache_page_rows)
     : model_(model),
+      activation_budget_(activation_budget),
       logits_planner_(model.config(), graph_options(DType::f32, HeadMode::logits)),
       stats_planner_(model.config(), graph_options(DType::f32, HeadMode::stats)),
       executor_(model),
-      chunker_(model.config(), activation_budget, kCpuGranule) {}
+      chunker_(model.config(), kCpuGranule),
+      pages_(cache_page_rows),
+      cache_(model.config().layers, model.config().kv_dim(), cache_page_rows) {}
 
 StepMemorySetup CpuStepRunner::memory_setup() const {
-  return {stats_planner_.options(), logits_planner_.options(), model_.weights().bytes, kCpuGranule};
+  StepMemorySetup setup{stats_planner_.options(), logits_planner_.options(), model_.weights().bytes, kCpuGranule};
+  setup.cache_page_rows = pages_.page_rows();
+  setup.cache_page_bytes = cache_.page_bytes();
+  setup.cache_region_granule = 1;
+  return setup;
+}
+
+std::optional<uint64_t> CpuStepRunner::arena_budget() const {
+  if (!activation_budget_) return std::nullopt;
+  return *activation_budget_ - std::min(*activation_budget_, cache_.bytes());
+}
+
+uint64_t CpuStepRunner::reserve_cache(int64_t positions) {
+  std::lock_guard lock(mutex_);
+  const int64_t pages = pages_.pages_for(positions);
+  const uint64_t needed = cache_.page_bytes() * static_cast<uint64_t>(pages_.high_water_after(pages));
+  if (activation_budget_ && needed > *activation_budget_)
+    refuse_cache(positions, pages, needed, cache_.bytes(), *activation_budget_);
+  const uint64_t id = pages_.reserve(pages);
+  try {
+    cache_.resize(pages_.high_water());
+  } catch (...) {
+    pages_.release(id);
+    throw;
+  }
+  return id;
+}
+
+void CpuStepRunner::release_cache(uint64_t id) {
+  std::lock_guard lock(mutex_);
+  pages_.release(id);
+  cache_.resize(pages_.high_water());
+}
+
+KvCacheStats CpuStepRunner::cache_stats() const {
+  std::lock_guard lock(mutex_);
+  KvCacheStats stats;
+  stats.page_rows = pages_.page_rows();
+  stats.page_bytes = cache_.page_bytes();
+  stats.pages_used = pages_.used();
+  stats.pages_mapped = cache_.pages();
+  stats.sequences = pages_.sequences();
+  stats.bytes = cache_.bytes();
+  if (activation_budget_)
+    stats.pages_free = pages_.free_below_high_water() +
+                       static_cast<int64_t>((*activation_budget_ - std::min(*activation_budget_, stats.bytes)) /
+                                            stats.page_bytes);
+  return stats;
 }
 
 StepOutput CpuStepRunner::run(const StepInput& input) {
   const auto start = std::chrono::steady_clock::now();
   MOSAIC_ASSERT(std::ranges::none_of(input.device_commit, [](const auto& rule) { return rule.has_value(); }),
                 "the CPU runner does not commit on the device");
-  const PackedBatch packed = pack_batch(model_.config(), input.sequences);
-  const StepShape shape = step_shape_of(input.sequences);
+  const ModelConfig& config = model_.config();
+  PackedBatch packed = pack_batch(config, input.sequences);
+  StepShape shape = step_shape_of(config, input.sequences);
+  const bool cached = cached_batch(input.sequences);
   std::lock_guard lock(mutex_);
+  if (cached) add_cache_views(pages_, input.sequences, shape, packed);
   StepOutput out;
   StepPlanner& planner = input.keep_logits ? logits_planner_ : stats_planner_;
-  out.chunks = chunker_.chunks_for(shape, planner.options());
+  out.chunks = chunker_.chunks_for(shape, planner.options(), arena_budget());
   out.last_layer_over_candidates = last_layer_over_candidates(planner.options(), out.chunks);
   const Graph graph = planner.instantiate(shape, out.chunks);
   const auto planned = planner.plan(graph);
   out.values = executor_.run(graph, *planned, arena_, packed,
-                             input.keep_logits ? std::span<const HeadRowSampling>() : input.sampling);
-  out.cols = input.keep_logits ? model_.config().vocab : int64_t{kHeadStatCount};
-  out.planned_peak = planned->memory.planned_peak;
-  out.lower_bound = planned->memory.lower_bound;
-  out.average_live = planned->memory.average_live;
+                             input.keep_logits ? std::span<const HeadRowSampling>() : input.sampling,
+                             cached ? &cache_ : nullptr);
+  out.cols = input.keep_logits ? config.vocab : int64_t{kHeadStatCount};
+  report_memory(*planned, graph, out);
   out.host_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   out.arena_bytes = arena_.size();
   return out;
@@ -76,6 +163,8 @@ StepOutput CpuStepRunner::run(const StepInput& input) {
 
 CudaStepRunner::CudaStepRunner(const Model& model, int device, std::optional<uint64_t> budget)
     : model_(model),
+      budget_(budget),
+      device_(device),
       executor_(std::make_unique<CudaExecutor>(model, device)),
       canvases_(std::make_unique<DeviceCanvases>(executor_->stream())),
       arena_(make_cuda_arena(device)) {
@@ -85,14 +174,62 @@ CudaStepRunner::CudaStepRunner(const Model& model, int device, std::optional<uin
   logits_planner_ = std::make_unique<StepPlanner>(model.config(), logits_options_);
   stats_planner_ = std::make_unique<StepPlanner>(model.config(), stats_options_);
   fixed_bytes_ = executor_->weight_bytes() + std::max(executor_->workspace_bytes(), kCudaWorkspaceReserveBytes);
-  std::optional<uint64_t> activation_budget;
-  if (budget) {
-    if (fixed_bytes_ >= *budget)
-      fail("the weights and workspace ({}) alone exceed the budget of {}", format_bytes(fixed_bytes_),
-           format_bytes(*budget));
-    activation_budget = *budget - fixed_bytes_;
+  if (budget && fixed_bytes_ >= *budget)
+    fail("the weights and workspace ({}) alone exceed the budget of {}", format_bytes(fixed_bytes_),
+         format_bytes(*budget));
+  chunker_ = std::make_unique<StepChunker>(model.config(), arena_->granularity());
+}
+
+uint64_t CudaStepRunner::cache_bytes() const { return cache_ ? cache_->bytes() : 0; }
+
+std::optional<uint64_t> CudaStepRunner::arena_budget() const {
+  if (!budget_) return std::nullopt;
+  const uint64_t taken = fixed_bytes_ + cache_bytes();
+  return *budget_ - std::min(*budget_, taken);
+}
+
+uint64_t CudaStepRunner::reserve_cache(int64_t positions) {
+  std::lock_guard lock(mutex_);
+  if (!cache_) cache_ = std::make_unique<CudaKvCache>(device_, model_.config().layers, model_.config().kv_dim(),
+                                                      pages_.page_rows());
+  const int64_t pages = pages_.pages_for(positions);
+  const int64_t high = pages_.high_water_after(pages);
+  const StepMemorySetup setup = memory_setup_locked();
+  const uint64_t needed = kv_cache_bytes(setup, model_.config().layers, high);
+  if (budget_ && fixed_bytes_ + needed > *budget_)
+    refuse_cache(positions, pages, needed, cache_bytes(), *budget_ - fixed_bytes_);
+  const uint64_t id = pages_.reserve(pages);
+  if (!cache_->resize(pages_.high_water())) {
+    pages_.release(id);
+    fail("the GPU is out of memory for the KV cache of a sequence of {} positions ({} pages, {} in all)", positions,
+         pages, format_bytes(needed));
   }
-  chunker_ = std::make_unique<StepChunker>(model.config(), activation_budget, arena_->granularity());
+  return id;
+}
+
+void CudaStepRunner::release_cache(uint64_t id) {
+  std::lock_guard lock(mutex_);
+  if (!pages_.holds(id)) return;
+  pages_.release(id);
+  const bool shrunk = cache_->resize(pages_.high_water());
+  MOSAIC_ASSERT(shrunk, "giving back KV cache pages cannot fail");
+}
+
+KvCacheStats CudaStepRunner::cache_stats() const {
+  std::lock_guard lock(mutex_);
+  const StepMemorySetup setup = memory_setup_locked();
+  KvCacheStats stats;
+  stats.page_rows = pages_.page_rows();
+  stats.page_bytes = setup.cache_page_bytes;
+  stats.pages_used = pages_.used();
+  stats.pages_mapped = cache_ ? cache_->pages() : 0;
+  stats.sequences = pages_.sequences();
+  stats.bytes = cache_bytes();
+  if (budget_) {
+    const uint64_t left = *budget_ - std::min(*budget_, fixed_bytes_ + stats.bytes);
+    stats.pages_free = pages_.free_below_high_water() + static_cast<int64_t>(left / std::max<uint64_t>(stats.page_bytes, 1));
+  }
+  return stats;
 }
 
 CudaStepRunner::~CudaStepRunner() = default;
@@ -100,7 +237,17 @@ CudaStepRunner::~CudaStepRunner() = default;
 uint64_t CudaStepRunner::weight_bytes() const { return executor_->weight_bytes(); }
 
 StepMemorySetup CudaStepRunner::memory_setup() const {
-  return {stats_options_, logits_options_, fixed_bytes_, arena_->granularity()};
+  std::lock_guard lock(mutex_);
+  return memory_setup_locked();
+}
+
+StepMemorySetup CudaStepRunner::memory_setup_locked() const {
+  StepMemorySetup setup{stats_options_, logits_options_, fixed_bytes_, arena_->granularity()};
+  const ModelConfig& c = model_.config();
+  setup.cache_page_rows = pages_.page_rows();
+  setup.cache_page_bytes = static_cast<uint64_t>(2 * c.layers * pages_.page_rows() * c.kv_dim() * 2);
+  setup.cache_region_granule = arena_->granularity();  // the cache's regions map what the arena maps
+  return setup;
 }
 
 void CudaStepRunner::release_canvas(uint64_t canvas_id) {
@@ -125,15 +272,17 @@ size_t CudaStepRunner::graph_replays() {
 
 StepOutput CudaStepRunner::run(const StepInput& input) {
   const auto start = std::chrono::steady_clock::now();
-  const PackedBatch packed = pack_batch(model_.config(), input.sequences);
-  const StepShape shape = step_shape_of(input.sequences);
+  PackedBatch packed = pack_batch(model_.config(), input.sequences);
+  StepShape shape = step_shape_of(model_.config(), input.sequences);
+  const bool cached = cached_batch(input.sequences);
   const size_t sequences = input.sequences.size();
   MOSAIC_ASSERT(input.device_commit.empty() || input.device_commit.size() == sequences,
                 "one device-commit entry per sequence");
   std::lock_guard lock(mutex_);
+  if (cached) add_cache_views(pages_, input.sequences, shape, packed);
   StepOutput out;
   StepPlanner& planner = input.keep_logits ? *logits_planner_ : *stats_planner_;
-  out.chunks = chunker_->chunks_for(shape, planner.options());
+  out.chunks = chunker_->chunks_for(shape, planner.options(), arena_budget());
   out.last_layer_over_candidates = last_layer_over_candidates(planner.options(), out.chunks);
   const Graph graph = planner.instantiate(shape, out.chunks);
   const auto planned = planner.plan(graph);
@@ -165,6 +314,7 @@ StepOutput CudaStepRunner::run(const StepInput& input) {
   if (std::ranges::any_of(canvases, [](const int32_t* canvas) { return canvas != nullptr; })) io.canvases = canvases;
   io.commits = commits;
   io.copy_output = host_needs_rows;
+  io.cache = cached ? cache_.get() : nullptr;
   CudaStepResult result = executor_->run(graph, *planned, *arena_, packed,
                                          input.keep_logits ? std::span<const HeadRowSampling>() : input.sampling, io);
   for (size_t c = 0; c < commits.size(); ++c) {
@@ -176,9 +326,7 @@ StepOutput CudaStepRunner::run(const StepInput& input) {
   out.values = std::move(result.values);
   out.committed = std::move(result.committed);
   out.cols = input.keep_logits ? model_.config().vocab : int64_t{kHeadStatCount};
-  out.planned_peak = planned->memory.planned_peak;
-  out.lower_bound = planned->memory.lower_bound;
-  out.average_live = planned->memory.average_live;
+  report_memory(*planned, graph, out);
   out.host_seconds = std::chrono::duration<double>(executor_->last_launch_end() - start).count();
   out.arena_bytes = arena_->mapped();
   return out;

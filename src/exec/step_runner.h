@@ -14,6 +14,7 @@
 #include <tuple>
 #include <vector>
 
+#include "cache/kv_page_pool.h"
 #include "chunk/chunk_search.h"
 #include "core/commit_rule.h"
 #include "core/head_sampling.h"
@@ -44,11 +45,24 @@ struct StepOutput {
   bool last_layer_over_candidates = false;  // its last layer ran over the candidate rows only
   // Memory of the step (ARCHITECTURE.md, "Measuring"): planned peak, lower bound and mean of
   // the live bytes over ops, and what the arena has mapped. PAR = peak / average; inflation =
-  // arena bytes / lower bound.
-  uint64_t planned_peak = 0, lower_bound = 0, average_live = 0, arena_bytes = 0;
+  // arena bytes / lower bound. A cached step's figures include the KV cache of its sequences
+  // (`resident` bytes, live at every op) beside the arena's.
+  uint64_t planned_peak = 0, lower_bound = 0, average_live = 0, arena_bytes = 0, resident = 0;
   // Seconds the host spent on the step before waiting for its result (packing, planning, kernel
   // launches); on the CPU backend the whole step.
   double host_seconds = 0;
+};
+
+// The KV cache's page geometry and use (docs/design/kv-cache.md).
+struct KvCacheStats {
+  int64_t page_rows = 0;       // positions a page holds
+  uint64_t page_bytes = 0;     // K and V of a page's positions over every layer
+  int64_t pages_used = 0;      // held by sequences
+  int64_t pages_mapped = 0;    // backed by memory (up to the highest page in use)
+  int64_t sequences = 0;
+  uint64_t bytes = 0;          // memory the cache holds now
+  // Pages a reservation could still take under the budget, beside the weights (unlimited: -1).
+  int64_t pages_free = -1;
 };
 
 // What a runner plans its steps with, for callers that predict its memory (admission by plan).
@@ -56,7 +70,15 @@ struct StepMemorySetup {
   GraphOptions stats_options, logits_options;  // fused head / materialised logits
   uint64_t fixed_bytes = 0;                    // weights + workspace: the budget minus the arena's share
   uint64_t granule = 1;                        // the arena maps whole granules
+  // The KV cache: positions a page holds, bytes of a page, and the unit its memory grows by in
+  // each of its 2 x layers regions.
+  int64_t cache_page_rows = 0;
+  uint64_t cache_page_bytes = 0;
+  uint64_t cache_region_granule = 1;
 };
+
+// Bytes a KV cache of `pages` pages holds, each of its 2 x layers regions mapped in whole granules.
+uint64_t kv_cache_bytes(const StepMemorySetup& setup, int64_t layers, int64_t pages);
 
 class StepRunner {
  public:
@@ -66,29 +88,51 @@ class StepRunner {
   virtual bool commits_on_device() const { return false; }
   // The canvas will not be stepped again: a runner that keeps it drops it (unknown ids: nothing).
   virtual void release_canvas(uint64_t /*canvas_id*/) {}
+
+  // The KV cache (docs/design/kv-cache.md): pages for a sequence of `positions` positions, held
+  // until release_cache(); the id is what SequenceRows::cache_id names. Throws mosaic::Error when
+  // the budget cannot hold them beside the weights and the other sequences' pages (nothing
+  // changes then).
+  virtual uint64_t reserve_cache(int64_t positions) = 0;
+  virtual void release_cache(uint64_t id) = 0;  // unknown ids: nothing
+  virtual KvCacheStats cache_stats() const = 0;
 };
 
 class CpuStepRunner final : public StepRunner {
  public:
-  // `activation_budget`: arena bytes allowed; steps that exceed it are chunked lazily, steps that
-  // cannot fit fail with mosaic::Error. Unset: never chunk.
-  CpuStepRunner(const Model& model, std::optional<uint64_t> activation_budget = std::nullopt);
+  // `activation_budget`: bytes allowed beside the weights, for the arena and the KV cache; steps
+  // that exceed it are chunked lazily, steps that cannot fit fail with mosaic::Error. Unset:
+  // never chunk. `cache_page_rows`: positions a KV cache page holds.
+  explicit CpuStepRunner(const Model& model, std::optional<uint64_t> activation_budget = std::nullopt,
+                         int64_t cache_page_rows = kCpuCachePageRows);
 
   StepOutput run(const StepInput& input) override;
   StepMemorySetup memory_setup() const;
+  uint64_t reserve_cache(int64_t positions) override;
+  void release_cache(uint64_t id) override;
+  KvCacheStats cache_stats() const override;
+
+  // Small pages, so that the tests' short canvases span several.
+  static constexpr int64_t kCpuCachePageRows = 16;
 
  private:
+  std::optional<uint64_t> arena_budget() const;  // the activation budget less the cache's bytes
+
   const Model& model_;
+  std::optional<uint64_t> activation_budget_;
   StepPlanner logits_planner_, stats_planner_;
   CpuExecutor executor_;
   CpuArena arena_;
   StepChunker chunker_;
-  std::mutex mutex_;
+  KvPagePool pages_;
+  CpuKvCache cache_;
+  mutable std::mutex mutex_;
 };
 
 #ifdef MOSAIC_HAVE_CUDA
 class CudaExecutor;
 class CudaArena;
+class CudaKvCache;
 class DeviceCanvases;
 
 // The same on the GPU: bf16 activations, the fused head's scratch planned with the rest, the
@@ -107,6 +151,12 @@ class CudaStepRunner final : public StepRunner {
   void release_canvas(uint64_t canvas_id) override;
   uint64_t weight_bytes() const;
   StepMemorySetup memory_setup() const;
+  uint64_t reserve_cache(int64_t positions) override;
+  void release_cache(uint64_t id) override;
+  KvCacheStats cache_stats() const override;
+
+  // KV cache pages hold whole key tiles of the attention kernels (cuda/attention.h).
+  static constexpr int64_t kCudaCachePageRows = 128;
 
   // What the device holds of a canvas (empty when it holds none), and how many canvas uploads
   // the runner has made: for tests and debugging of the residency.
@@ -122,9 +172,17 @@ class CudaStepRunner final : public StepRunner {
   std::unique_ptr<CudaArena> arena_;
   std::unique_ptr<StepChunker> chunker_;
   uint64_t fixed_bytes_ = 0;  // weights + workspace reserve
+  std::optional<uint64_t> budget_;
   std::unique_ptr<StepPlanner> logits_planner_, stats_planner_;
   GraphOptions logits_options_, stats_options_;
-  std::mutex mutex_;
+  int device_ = 0;
+  KvPagePool pages_{kCudaCachePageRows};
+  std::unique_ptr<CudaKvCache> cache_;  // made at the first reservation
+  mutable std::mutex mutex_;
+
+  std::optional<uint64_t> arena_budget() const;  // the budget less weights, workspace and cache
+  uint64_t cache_bytes() const;
+  StepMemorySetup memory_setup_locked() const;
 };
 #endif
 

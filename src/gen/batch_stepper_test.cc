@@ -54,6 +54,9 @@ class RecordingRunner final : public StepRunner {
     shapes.push_back(shape);
     return inner_.run(input);
   }
+  uint64_t reserve_cache(int64_t positions) override { return inner_.reserve_cache(positions); }
+  void release_cache(uint64_t id) override { inner_.release_cache(id); }
+  KvCacheStats cache_stats() const override { return inner_.cache_stats(); }
   std::vector<StepBound> shapes;
   int64_t fail_at = -1;
 
@@ -71,6 +74,9 @@ class EmulatedDeviceCommitRunner final : public StepRunner {
  public:
   explicit EmulatedDeviceCommitRunner(StepRunner& inner) : inner_(inner) {}
   bool commits_on_device() const override { return true; }
+  uint64_t reserve_cache(int64_t positions) override { return inner_.reserve_cache(positions); }
+  void release_cache(uint64_t id) override { inner_.release_cache(id); }
+  KvCacheStats cache_stats() const override { return inner_.cache_stats(); }
   void release_canvas(uint64_t canvas_id) override {
     held.erase(canvas_id);
     released.insert(canvas_id);

@@ -22,6 +22,7 @@ std::string_view category_name(TensorCategory category) {
     case TensorCategory::attention: return "attention";
     case TensorCategory::ffn: return "ffn";
     case TensorCategory::head: return "head";
+    case TensorCategory::kv_cache: return "kv_cache";
     case TensorCategory::count: break;
   }
   return "?";
@@ -38,6 +39,7 @@ std::string_view op_kind_name(OpKind kind) {
     case OpKind::lm_head: return "lm_head";
     case OpKind::lm_head_stats: return "lm_head_stats";
     case OpKind::gather_rows: return "gather_rows";
+    case OpKind::scatter_rows: return "scatter_rows";
   }
   return "?";
 }
@@ -64,11 +66,21 @@ std::string_view role_name(TensorRole role) {
     case TensorRole::head_scratch: return "head_scratch";
     case TensorRole::candidate_residual: return "candidate_x";
     case TensorRole::candidate_positions: return "candidate_positions";
+    case TensorRole::kv_rows: return "kv_rows";
+    case TensorRole::cache_k: return "cache_k";
+    case TensorRole::cache_v: return "cache_v";
   }
   return "?";
 }
 
 }  // namespace
+
+uint64_t Graph::resident_bytes() const {
+  uint64_t bytes = 0;
+  for (const GraphTensor& t : tensors)
+    if (t.resident) bytes += t.bytes();
+  return bytes;
+}
 
 std::string Graph::tensor_name(int32_t tensor) const {
   const GraphTensor& t = tensors.at(static_cast<size_t>(tensor));

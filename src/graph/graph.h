@@ -30,6 +30,7 @@ enum class TensorCategory : uint8_t {
   attention,  // attention output (its projection accumulates into the residual)
   ffn,        // gate and up projections (SwiGLU writes over gate)
   head,       // LM head input and results
+  kv_cache,   // a sequence's cached K and V (resident: not in the arena, planned beside it)
   count,
 };
 
@@ -39,6 +40,8 @@ enum class TensorRole : uint8_t {
   ffn_norm, gate, up,
   head_norm, logits, head_stats, head_scratch,
   candidate_residual, candidate_positions,  // the last layer's candidate rows (gathered)
+  kv_rows,                                   // cached step: each computed row's row in the cache
+  cache_k, cache_v,                          // cached step: a layer's K / V cache (resident)
 };
 
 struct GraphTensor {
@@ -49,6 +52,9 @@ struct GraphTensor {
   int32_t chunk = -1;  // chunk index for per-chunk tensors, -1 for whole tensors
   int64_t rows = 0, cols = 0;
   int32_t first_op = -1, last_op = -1;  // lifetime, inclusive
+  // Lives outside the arena for longer than the step (the KV cache): the planner places nothing
+  // for it and counts its bytes beside the arena's; the executor binds it to the cache.
+  bool resident = false;
 
   uint64_t bytes() const { return static_cast<uint64_t>(rows * cols) * dtype_size(dtype); }
   uint64_t row_bytes() const { return static_cast<uint64_t>(cols) * dtype_size(dtype); }
@@ -64,6 +70,7 @@ enum class OpKind : uint8_t {
   lm_head,    // out (logits, fp32) = a W_lm^T for the candidate rows
   lm_head_stats,  // fused: per candidate row, statistics of a W_lm^T without materialising it
   gather_rows,    // out[r] = a[index[r]], whole rows of any dtype (the last layer's candidates)
+  scatter_rows,   // out[index[r]] = a[r], whole rows (a cached step's fresh K/V into the cache)
 };
 
 struct TensorRef {
@@ -97,11 +104,19 @@ struct Graph {
   std::vector<GraphTensor> tensors;
   std::vector<GraphOp> ops;
   std::vector<AttentionSegment> segments;
+  // A cached step's page table (AttentionSegment::kv_pages indexes it) and the positions a page
+  // holds.
+  std::vector<int32_t> kv_pages;
+  int64_t kv_page_rows = 0;
   int32_t ids = -1, positions = -1, logit_rows = -1;  // inputs, written before op 0
+  int32_t kv_rows = -1;                                // a cached step's input, -1 otherwise
   int32_t output = -1;                                 // logits or head statistics
   int64_t tokens = 0, candidates = 0;
   ChunkConfig chunks;
 
+  bool cached() const { return kv_rows >= 0; }
+  // Bytes of the resident tensors (the cache pages of this step's sequences).
+  uint64_t resident_bytes() const;
   int32_t op_count() const { return static_cast<int32_t>(ops.size()); }
   // A readable name such as "layer3.gate[2]" for reports and the memory timeline.
   std::string tensor_name(int32_t tensor) const;

@@ -17,9 +17,38 @@ Graph instantiate_step_graph(const ModelConfig& config, const StepShape& shape,
   }
   for (const int64_t count : {chunks.qkv, chunks.attention, chunks.ffn, chunks.head})
     if (count < 1) fail("chunk counts must be at least 1 ({})", chunks.to_string());
+  const size_t batch = shape.lengths.size();
+  if (!shape.layouts.empty()) {
+    if (shape.layouts.size() != batch) fail("{} block layouts for {} sequences", shape.layouts.size(), batch);
+    for (size_t i = 0; i < batch; ++i) {
+      const BlockLayout& layout = shape.layouts[i];
+      const int64_t keys = shape.is_cached() ? shape.cached[i].keys : shape.lengths[i];
+      if (layout.block_causal() && (layout.block <= 0 || layout.length != keys || layout.prompt < 0 ||
+                                    layout.prompt > keys))
+        fail("sequence {}: block layout (prompt {}, block {}, length {}) does not fit its {} positions", i,
+             layout.prompt, layout.block, layout.length, keys);
+    }
+    if (shape.block_causal() && static_cast<int64_t>(shape.candidate_positions.size()) != shape.total_candidates())
+      fail("{} candidate positions for {} candidate rows", shape.candidate_positions.size(), shape.total_candidates());
+  }
+  if (shape.is_cached()) {
+    if (shape.cached.size() != batch) fail("{} cache views for {} sequences", shape.cached.size(), batch);
+    if (shape.page_rows <= 0) fail("cache pages of {} positions", shape.page_rows);
+    for (size_t i = 0; i < batch; ++i) {
+      const CachedSequence& view = shape.cached[i];
+      if (view.begin < 0 || view.begin + shape.lengths[i] > view.keys)
+        fail("sequence {}: computed rows [{}, {}) outside its {} positions", i, view.begin,
+             view.begin + shape.lengths[i], view.keys);
+      if (static_cast<int64_t>(view.pages.size()) * shape.page_rows < view.keys)
+        fail("sequence {}: {} cache pages of {} positions cannot hold {} positions", i, view.pages.size(),
+             shape.page_rows, view.keys);
+    }
+  }
   switch (config.family) {
     case Family::llada:
-    case Family::dream: return build_dense_decoder_graph(config, shape, chunks, options);
+    case Family::dream:
+      return shape.is_cached() ? build_cached_decoder_graph(config, shape, chunks, options)
+                               : build_dense_decoder_graph(config, shape, chunks, options);
     case Family::llada_moe: break;
   }
   fail("no step graph template for family {}", family_name(config.family));

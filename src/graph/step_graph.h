@@ -15,12 +15,14 @@
 namespace mosaic {
 
 // Throws mosaic::Error for an impossible shape (empty batch, a sequence of length <= 0, more
-// candidates than tokens, chunk counts < 1).
+// candidates than tokens, chunk counts < 1, a cache view or block layout that does not match).
 Graph instantiate_step_graph(const ModelConfig& config, const StepShape& shape,
                              const ChunkConfig& chunks, const GraphOptions& options);
 
-// The template for LLaDA and Dream.
+// The templates for LLaDA and Dream: the full step, and the cached step (shape.is_cached()).
 Graph build_dense_decoder_graph(const ModelConfig& config, const StepShape& shape,
                                 const ChunkConfig& chunks, const GraphOptions& options);
+Graph build_cached_decoder_graph(const ModelConfig& config, const StepShape& shape,
+                                 const ChunkConfig& chunks, const GraphOptions& options);
 
 }  // namespace mosaic

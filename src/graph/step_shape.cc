@@ -14,6 +14,12 @@ int64_t StepShape::total_candidates() const {
   return std::accumulate(candidates.begin(), candidates.end(), int64_t{0});
 }
 
+bool StepShape::block_causal() const {
+  for (const BlockLayout& layout : layouts)
+    if (layout.block_causal()) return true;
+  return false;
+}
+
 std::string_view chunk_group_name(ChunkGroup group) {
   switch (group) {
     case ChunkGroup::qkv: return "qkv";

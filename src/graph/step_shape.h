@@ -6,19 +6,44 @@
 #include <string>
 #include <vector>
 
+#include "core/block_attention.h"
 #include "core/dtype.h"
 #include "core/head_sampling.h"
 
 namespace mosaic {
 
-// A batch of packed sequences: lengths[i] tokens in sequence i, candidates[i] of them are rows
-// whose prediction is wanted (e.g. the masked positions of the active block).
+// One sequence of a cached step (docs/design/kv-cache.md): its computed rows are the canvas
+// positions [begin, begin + StepShape::lengths[i]); their queries read their keys from the
+// sequence's cache pages, which hold the K/V of positions [0, keys) (the step writes its own rows'
+// first).
+struct CachedSequence {
+  int64_t begin = 0;
+  int64_t keys = 0;            // the canvas length: the keys of full attention
+  std::vector<int32_t> pages;  // cache pages of positions [0, keys): page j holds [j P, (j + 1) P)
+};
+
+// A batch of packed sequences: lengths[i] rows of sequence i are computed, candidates[i] of them
+// are rows whose prediction is wanted (e.g. the masked positions of the active block).
 struct StepShape {
   std::vector<int64_t> lengths;
   std::vector<int64_t> candidates;
+  // Per sequence, how its queries see keys (empty: full attention for every sequence). A
+  // block-causal layout gives each query the key range of its block (core/block_attention.h).
+  std::vector<BlockLayout> layouts;
+  // Per candidate row in batch order, the canvas position of the hidden row it reads; needed only
+  // with block-causal layouts (the last layer's candidate queries take their rows' key ranges).
+  std::vector<int64_t> candidate_positions;
+  // A cached step: per sequence, its cache view, and the positions one cache page holds (P).
+  // Empty: a full step, whose keys are its own rows (every position of each canvas).
+  std::vector<CachedSequence> cached;
+  int64_t page_rows = 0;
 
   int64_t tokens() const;
   int64_t total_candidates() const;
+  bool is_cached() const { return !cached.empty(); }
+  bool block_causal() const;
+  // The canvas position of sequence i's first computed row (0 in a full step).
+  int64_t first_position(size_t i) const { return cached.empty() ? 0 : cached[i].begin; }
 };
 
 // The groups of ops that can be chunked by rows, each with its own count.

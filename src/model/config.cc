@@ -117,6 +117,16 @@ void check_shape(const ModelConfig& config, std::string_view source, const char*
          config.mask_token_id, config.vocab);
 }
 
+// "block_attention": Mosaic's field for models that attend block-causally (until a family's own
+// folder says so: the D2F adapter, the LLaDA 2.x classes).
+BlockAttention block_attention_of(const ConfigFields& fields) {
+  const std::string kind = fields.string_or("block_attention", "full");
+  for (const BlockAttention candidate : {BlockAttention::none, BlockAttention::prompt, BlockAttention::absolute})
+    if (kind == block_attention_name(candidate)) return candidate;
+  fail("{}: field 'block_attention' = \"{}\" is not a block layout (expected \"prompt\" or \"absolute\", "
+       "or no field for full attention)", fields.source(), kind);
+}
+
 ModelConfig parse_llada(const json& root, std::string_view source, std::string architecture) {
   const ConfigFields fields(root, source, "LLaDA");
   ModelConfig config;
@@ -161,6 +171,7 @@ ModelConfig parse_llada(const json& root, std::string_view source, std::string a
   fields.require("input_emb_norm", false, "the embedding is not normalised");
   fields.require("include_bias", false, "only q/k/v biases (include_qkv_bias) are implemented");
   fields.require_null("clip_qkv", "q/k/v clipping is not implemented");
+  config.block_attention = block_attention_of(fields);
   check_shape(config, source, "d_model", "n_heads", "n_kv_heads");
   return config;
 }
@@ -194,6 +205,7 @@ ModelConfig parse_dream(const json& root, std::string_view source, std::string a
   fields.require("hidden_act", "silu", "the MLP is SiLU-gated");
   fields.require("use_sliding_window", false, "attention is full and bidirectional");
   fields.require_null("rope_scaling", "rotary scaling is not implemented");
+  config.block_attention = block_attention_of(fields);
   check_shape(config, source, "hidden_size", "num_attention_heads", "num_key_value_heads");
   return config;
 }

@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/block_attention.h"
+
 namespace mosaic {
 
 enum class Family { llada, dream, llada_moe };
@@ -34,6 +36,9 @@ struct ModelConfig {
   int64_t pad_token_id = -1;
   int64_t max_position = 0;        // trained context length, informational (0 = unknown)
   std::string torch_dtype;         // as declared, informational
+  // Block-causal attention (config.json "block_attention": "prompt" | "absolute"; absent: full
+  // attention). The block is the generation's block length (docs/design/cached-decoding.md).
+  BlockAttention block_attention = BlockAttention::none;
 
   int64_t q_dim() const { return heads * head_dim; }
   int64_t kv_dim() const { return kv_heads * head_dim; }

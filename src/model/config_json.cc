@@ -99,12 +99,14 @@ ordered_json dream_json(const ModelConfig& c) {
 }  // namespace
 
 ordered_json model_config_to_json(const ModelConfig& config) {
+  ordered_json j;
   switch (config.family) {
-    case Family::llada: return llada_json(config);
-    case Family::dream: return dream_json(config);
-    case Family::llada_moe: break;
+    case Family::llada: j = llada_json(config); break;
+    case Family::dream: j = dream_json(config); break;
+    case Family::llada_moe: fail("writing {} configs is not supported", family_name(config.family));
   }
-  fail("writing {} configs is not supported", family_name(config.family));
+  if (config.block_attention != BlockAttention::none) j["block_attention"] = block_attention_name(config.block_attention);
+  return j;
 }
 
 }  // namespace mosaic

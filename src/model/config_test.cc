@@ -156,6 +156,19 @@ TEST(Config, LladaMoeIsRecognisedAndRefused) {
   EXPECT_THAT(error_of(moe), HasSubstr("LLaDA-MoE (LLaDAMoEModelLM, 64 experts, 8 active) is not supported yet"));
 }
 
+TEST(Config, BlockAttentionIsReadForBothFamilies) {
+  EXPECT_EQ(parse_model_config(kLlada8B, "config.json").block_attention, BlockAttention::none);
+  EXPECT_EQ(parse_model_config(with(kLlada8B, "block_attention", "prompt"), "c").block_attention,
+            BlockAttention::prompt);
+  EXPECT_EQ(parse_model_config(with(kDream7B, "block_attention", "absolute"), "c").block_attention,
+            BlockAttention::absolute);
+  EXPECT_EQ(parse_model_config(with(kDream7B, "block_attention", nullptr), "c").block_attention,
+            BlockAttention::none);
+  EXPECT_THAT(error_of(with(kLlada8B, "block_attention", "causal")),
+              HasSubstr("field 'block_attention' = \"causal\" is not a block layout"));
+  EXPECT_THAT(error_of(with(kLlada8B, "block_attention", 3)), HasSubstr("'block_attention' must be a string"));
+}
+
 TEST(Config, DispatchAndSyntax) {
   EXPECT_THAT(error_of("{\"architectures\": [\"LlamaForCausalLM\"]}"),
               HasSubstr("architecture 'LlamaForCausalLM' is not supported"));

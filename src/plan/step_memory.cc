@@ -20,4 +20,10 @@ StepMemory step_memory(std::span<const TensorUsage> usages, const MemoryPlan& pl
   return memory;
 }
 
+StepMemory with_resident(StepMemory memory, uint64_t resident) {
+  memory.planned_peak += resident, memory.lower_bound += resident, memory.average_live += resident;
+  memory.resident += resident;
+  return memory;
+}
+
 }  // namespace mosaic

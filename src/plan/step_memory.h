@@ -19,11 +19,18 @@ struct StepMemory {
   uint64_t lower_bound = 0;
   uint64_t average_live = 0;
   int32_t peak_op = 0;  // the op where live bytes reach the lower bound
+  // Bytes of resident tensors (a cached step's KV cache), live at every op: included in the
+  // three figures above once with_resident() has added them.
+  uint64_t resident = 0;
 
   double par() const { return average_live ? double(planned_peak) / double(average_live) : 0.0; }
   double inflation() const { return lower_bound ? double(planned_peak) / double(lower_bound) : 0.0; }
 };
 
 StepMemory step_memory(std::span<const TensorUsage> usages, const MemoryPlan& plan, int32_t op_count);
+
+// The figures of a step whose resident tensors (live throughout) hold `resident` bytes beside
+// the arena's plan: peak, lower bound and average all grow by them.
+StepMemory with_resident(StepMemory memory, uint64_t resident);
 
 }  // namespace mosaic

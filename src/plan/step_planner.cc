@@ -17,10 +17,22 @@ int64_t bucket_rows(int64_t rows) {
   return (rows + granule - 1) / granule * granule;
 }
 
+StepShape bucket_shape(int64_t tokens, int64_t candidates, bool cached, int64_t page_rows) {
+  StepShape shape{{tokens}, {candidates}};
+  if (cached) {
+    // One sequence of `tokens` computed rows at the start of a canvas of as many positions: the
+    // transient tensors of a cached step depend only on its computed and candidate rows.
+    shape.page_rows = page_rows;
+    shape.cached.push_back({0, tokens, std::vector<int32_t>(static_cast<size_t>((tokens + page_rows - 1) / page_rows))});
+  }
+  return shape;
+}
+
 std::vector<TensorUsage> usages_of(const Graph& graph) {
   std::vector<TensorUsage> usages;
   usages.reserve(graph.tensors.size());
-  for (const GraphTensor& t : graph.tensors) usages.push_back({t.bytes(), t.first_op, t.last_op});
+  // Resident tensors (the KV cache) take no room in the arena.
+  for (const GraphTensor& t : graph.tensors) usages.push_back({t.resident ? 0 : t.bytes(), t.first_op, t.last_op});
   return usages;
 }
 
@@ -53,7 +65,7 @@ std::shared_ptr<const PlannedStep> StepPlanner::plan(const Graph& graph) {
   const int64_t tokens = bucket_rows(graph.tokens);
   const int64_t candidates = std::min(bucket_rows(graph.candidates), tokens);
   const Key key{tokens, candidates, chunks.qkv, chunks.attention, chunks.ffn, chunks.head,
-                chunks.last_layer_all_rows};
+                chunks.last_layer_all_rows, graph.cached()};
   {
     std::lock_guard lock(mutex_);
     if (const auto found = cache_.find(key); found != cache_.end()) {
@@ -61,7 +73,7 @@ std::shared_ptr<const PlannedStep> StepPlanner::plan(const Graph& graph) {
       return found->second;
     }
   }
-  const StepShape bucket{{tokens}, {candidates}};
+  const StepShape bucket = bucket_shape(tokens, candidates, graph.cached(), graph.kv_page_rows);
   auto planned = std::make_shared<const PlannedStep>(
       plan_graph(instantiate_step_graph(config_, bucket, chunks, options_), kind_));
   MOSAIC_ASSERT(planned->graph.tensors.size() == graph.tensors.size() &&

@@ -40,6 +40,10 @@ int64_t bucket_rows(int64_t rows);
 
 std::vector<TensorUsage> usages_of(const Graph& graph);
 
+// The single-sequence shape a bucket's plan is made for: `tokens` computed rows, `candidates`
+// of them candidates; for a cached step, the start of a canvas of as many positions.
+StepShape bucket_shape(int64_t tokens, int64_t candidates, bool cached, int64_t page_rows);
+
 // Plans exactly this graph (no bucketing); verifies the plan (MOSAIC_ASSERT).
 PlannedStep plan_graph(Graph graph, PlannerKind kind = PlannerKind::best);
 
@@ -60,7 +64,7 @@ class StepPlanner {
   size_t misses() const { return misses_; }
 
  private:
-  using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool>;
+  using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, bool>;
 
   ModelConfig config_;
   GraphOptions options_;

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <random>
 
 #include "backend/cuda/gate_up_swiglu.h"
@@ -191,9 +192,27 @@ class LockstepRunner : public StepRunner {
   LockstepRunner(StepRunner& cpu, StepRunner& gpu) : cpu_(cpu), gpu_(gpu) {}
   static constexpr double kTieMargin = 0.05, kLogitTolerance = 0.025;
 
+  // Each runner holds its own KV cache: a sequence's id names the CPU's, the GPU's is looked up.
+  uint64_t reserve_cache(int64_t positions) override {
+    const uint64_t id = cpu_.reserve_cache(positions);
+    gpu_cache_[id] = gpu_.reserve_cache(positions);
+    return id;
+  }
+  void release_cache(uint64_t id) override {
+    cpu_.release_cache(id);
+    if (const auto found = gpu_cache_.find(id); found != gpu_cache_.end()) {
+      gpu_.release_cache(found->second);
+      gpu_cache_.erase(found);
+    }
+  }
+  KvCacheStats cache_stats() const override { return gpu_.cache_stats(); }
+
   StepOutput run(const StepInput& input) override {
     StepOutput expected = cpu_.run(input);
-    const StepOutput got = gpu_.run(input);
+    StepInput on_gpu = input;
+    for (SequenceRows& sequence : on_gpu.sequences)
+      if (sequence.cached()) sequence.cache_id = gpu_cache_.at(sequence.cache_id);
+    const StepOutput got = gpu_.run(on_gpu);
     EXPECT_EQ(got.cols, int64_t{kHeadStatCount});
     EXPECT_EQ(got.values.size(), expected.values.size());
     if (got.values.size() != expected.values.size()) return expected;
@@ -222,6 +241,7 @@ class LockstepRunner : public StepRunner {
  private:
   StepRunner& cpu_;
   StepRunner& gpu_;
+  std::map<uint64_t, uint64_t> gpu_cache_;  // CPU cache id -> GPU cache id
 };
 
 TEST_P(CudaStep, GreedyDecisionsMatchTheCpuAtEveryStep) {

@@ -190,6 +190,9 @@ class HostCommitRunner final : public StepRunner {
   explicit HostCommitRunner(CudaStepRunner& gpu) : gpu_(gpu) {}
   StepOutput run(const StepInput& input) override { return gpu_.run(input); }
   void release_canvas(uint64_t canvas_id) override { gpu_.release_canvas(canvas_id); }
+  uint64_t reserve_cache(int64_t positions) override { return gpu_.reserve_cache(positions); }
+  void release_cache(uint64_t id) override { gpu_.release_cache(id); }
+  KvCacheStats cache_stats() const override { return gpu_.cache_stats(); }
 
  private:
   CudaStepRunner& gpu_;
@@ -203,6 +206,9 @@ class MirrorCheckingRunner final : public StepRunner {
   explicit MirrorCheckingRunner(CudaStepRunner& gpu) : gpu_(gpu) {}
   bool commits_on_device() const override { return true; }
   void release_canvas(uint64_t canvas_id) override { gpu_.release_canvas(canvas_id); }
+  uint64_t reserve_cache(int64_t positions) override { return gpu_.reserve_cache(positions); }
+  void release_cache(uint64_t id) override { gpu_.release_cache(id); }
+  KvCacheStats cache_stats() const override { return gpu_.cache_stats(); }
   StepOutput run(const StepInput& input) override {
     for (const SequenceRows& sequence : input.sequences) {
       if (sequence.canvas_id == 0) continue;

@@ -65,6 +65,8 @@ void validate(const AttentionArgs& args) {
                   "attention: segment q [{}, +{}) kv [{}, +{})", s.q_begin, s.q_count, s.kv_begin,
                   s.kv_count);
     MOSAIC_ASSERT(s.q_count == 0 || s.kv_count > 0, "attention: queries with no keys");
+    MOSAIC_ASSERT(!s.paged() || (args.kv_pages != nullptr && args.page_rows > 0 && s.kv_begin % args.page_rows == 0),
+                  "attention: a paged segment needs the page table and starts at a page (kv_begin {})", s.kv_begin);
   }
 }
 
@@ -75,8 +77,10 @@ void attention(const AttentionArgs& args) {
   const int64_t d = args.head_dim, group = args.q_heads / args.kv_heads;
 
   int64_t max_kv = 0;
+  bool any_paged = false;
   for (const AttentionSegment& seg : args.segments) {
     if (seg.q_count > 0) max_kv = std::max(max_kv, seg.kv_count);
+    any_paged = any_paged || (seg.paged() && seg.q_count > 0);
   }
   const int64_t block_rows = query_block_rows(max_kv);
 
@@ -97,6 +101,8 @@ void attention(const AttentionArgs& args) {
     // Per-thread scratch, freed on return: scores [block_rows, max_kv], V_g^T [d, max_kv].
     const auto scores = std::make_unique_for_overwrite<float[]>(block_rows * max_kv);
     const auto v_transposed = std::make_unique_for_overwrite<float[]>(d * max_kv);
+    // A paged segment's keys of one kv head, gathered into [kv_count, d].
+    const auto k_gathered = std::make_unique_for_overwrite<float[]>(any_paged ? d * max_kv : 0);
     int64_t transposed_segment = -1, transposed_kv_head = -1;
 
     // Dynamic: tasks differ in cost (segment lengths); the schedule cannot change the bits.
@@ -105,21 +111,33 @@ void attention(const AttentionArgs& args) {
       const AttentionTask& task = tasks[t];
       const AttentionSegment& seg = args.segments[task.segment];
       const int64_t kv_head = task.q_head / group, n = seg.kv_count;
+      // Row j of the segment's keys (of this kv head) in K and V.
+      auto key_row = [&](int64_t j) {
+        return seg.paged() ? paged_key_row(args.kv_pages, args.page_rows, seg, seg.kv_begin + j) : seg.kv_begin + j;
+      };
+      const bool fresh = task.segment != transposed_segment || kv_head != transposed_kv_head;
       const float* k_head = args.k + seg.kv_begin * args.k_stride + kv_head * d;
-      const float* v_head = args.v + seg.kv_begin * args.v_stride + kv_head * d;
+      int64_t k_stride = args.k_stride;
+      if (seg.paged()) {
+        if (fresh)
+          for (int64_t j = 0; j < n; ++j)
+            std::copy_n(args.k + key_row(j) * args.k_stride + kv_head * d, d, k_gathered.get() + j * d);
+        k_head = k_gathered.get(), k_stride = d;
+      }
 
       GemmArgs qk;
       qk.m = task.q_count, qk.n = n, qk.k = d;
       qk.a = args.q + task.q_begin * args.q_stride + task.q_head * d, qk.lda = args.q_stride;
-      qk.b = k_head, qk.b_dtype = DType::f32, qk.ldb = args.k_stride;
+      qk.b = k_head, qk.b_dtype = DType::f32, qk.ldb = k_stride;
       qk.c = scores.get(), qk.ldc = n;
       gemm_nt(qk);
 
       for (int64_t i = 0; i < task.q_count; ++i) softmax_row(scores.get() + i * n, n, args.scale);
 
-      if (task.segment != transposed_segment || kv_head != transposed_kv_head) {
+      if (fresh) {
         for (int64_t j = 0; j < n; ++j) {
-          for (int64_t c = 0; c < d; ++c) v_transposed[c * n + j] = v_head[j * args.v_stride + c];
+          const float* v_row = args.v + key_row(j) * args.v_stride + kv_head * d;
+          for (int64_t c = 0; c < d; ++c) v_transposed[c * n + j] = v_row[c];
         }
         transposed_segment = task.segment, transposed_kv_head = kv_head;
       }

@@ -43,6 +43,7 @@ constexpr int kBlockN = 64;   // keys per tile
 constexpr int kWarps = kBlockM / 16;
 constexpr int kThreads = kWarps * 32;
 constexpr int64_t kMaxGridZ = 65535;
+constexpr int64_t kPagedKeyTileRows = 128;  // the largest key tile of the kernels (the Hopper one's)
 
 // ---- shared-memory tiles -------------------------------------------------------------------
 // A tile is [rows][kHeadDim] bf16; each row is kHeadDim / 8 chunks of 16 bytes, and chunk c of
@@ -88,15 +89,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   const uint32_t k_tiles = q_tile + kQBytes;            // [2] stages
   const uint32_t v_tiles = k_tiles + 2 * kKVBytes;      // [2] stages
 
-  const __nv_bfloat16* k_base = work.k(args);
-  const __nv_bfloat16* v_base = work.v(args);
   auto load_kv = [&](int t) {
     const int valid = work.key_valid(t);
     const uint32_t stage = (t & 1) * kKVBytes;
-    load_tile<kHeadDim, kBlockN>(k_tiles + stage, k_base + int64_t{t} * kBlockN * args.k_stride,
-                                 args.k_stride, valid);
-    load_tile<kHeadDim, kBlockN>(v_tiles + stage, v_base + int64_t{t} * kBlockN * args.v_stride,
-                                 args.v_stride, valid);
+    load_tile<kHeadDim, kBlockN>(k_tiles + stage, work.k_tile(args, t), args.k_stride, valid);
+    load_tile<kHeadDim, kBlockN>(v_tiles + stage, work.v_tile(args, t), args.v_stride, valid);
   };
 
   load_tile<kHeadDim, kBlockM>(q_tile, work.q(args), args.q_stride, q_valid);
@@ -293,6 +290,8 @@ void attention(const AttentionArgs& args, cudaStream_t stream) {
     invalid_arguments("q, k, v, out need 16-byte aligned pointers and strides (multiples of 8)");
   }
   if (!(args.scale > 0.0f)) invalid_arguments("scale must be positive");
+  if (args.kv_pages != nullptr && (args.page_rows <= 0 || args.page_rows % kPagedKeyTileRows != 0))
+    invalid_arguments("KV cache pages must hold a multiple of 128 positions");
   if ((args.max_q_rows + kBlockM - 1) / kBlockM > 0x7fffffff) invalid_arguments("max_q_rows");
 
   const bool hopper_fits = args.head_dim == 128 && hopper_attention_available();

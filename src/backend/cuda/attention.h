@@ -30,6 +30,11 @@ struct AttentionArgs {
   const AttentionSegment* segments = nullptr;        // device array
   int64_t segment_count = 0;
   int64_t max_q_rows = 0;                            // max q_count over segments (grid size)
+  // Paged segments (AttentionSegment::kv_pages >= 0: a KV cache) find their keys' rows through
+  // this device page table, pages of page_rows positions (a multiple of 128, so that every key
+  // tile lies in one page).
+  const int32_t* kv_pages = nullptr;
+  int64_t page_rows = 0;
   AttentionKernel kernel = AttentionKernel::automatic;
 };
 

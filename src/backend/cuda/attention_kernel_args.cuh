@@ -23,6 +23,8 @@ struct AttentionKernelArgs {
   int group;          // q heads per kv head
   float scale_log2;   // scale * log2(e): scores are taken to base 2 in one multiply
   const AttentionSegment* segments;
+  const int32_t* kv_pages;  // paged segments' page table (AttentionSegment::kv_pages)
+  int64_t page_rows;
 };
 
 inline AttentionKernelArgs kernel_args_of(const AttentionArgs& args) {
@@ -36,6 +38,7 @@ inline AttentionKernelArgs kernel_args_of(const AttentionArgs& args) {
   kernel_args.group = static_cast<int>(args.q_heads / args.kv_heads);
   kernel_args.scale_log2 = args.scale * 1.4426950408889634f;
   kernel_args.segments = args.segments;
+  kernel_args.kv_pages = args.kv_pages, kernel_args.page_rows = args.page_rows;
   return kernel_args;
 }
 
@@ -67,19 +70,27 @@ struct QueryTile {
   __device__ __forceinline__ int key_valid(int t) const {
     return static_cast<int>(ptx::min64(kBlockN, segment.kv_count - int64_t{t} * kBlockN));
   }
-  // The tile's first row of Q and of the output, and the segment's first row of K and V, each at
-  // this head's columns.
+  // The tile's first row of Q and of the output, each at this head's columns.
   __device__ __forceinline__ const __nv_bfloat16* q(const AttentionKernelArgs& args) const {
     return args.q + (segment.q_begin + q_row0) * args.q_stride + int64_t{head} * kHeadDim;
   }
   __device__ __forceinline__ __nv_bfloat16* out(const AttentionKernelArgs& args) const {
     return args.out + (segment.q_begin + q_row0) * args.out_stride + int64_t{head} * kHeadDim;
   }
-  __device__ __forceinline__ const __nv_bfloat16* k(const AttentionKernelArgs& args) const {
-    return args.k + segment.kv_begin * args.k_stride + int64_t{kv_head} * kHeadDim;
+  // The K and V row of key tile t's first key: kv_begin + t kBlockN, or for a paged segment that
+  // position's row in the cache (the host checked that a page holds whole tiles).
+  __device__ __forceinline__ int64_t key_tile_row(const AttentionKernelArgs& args, int t) const {
+    const int64_t position = segment.kv_begin + int64_t{t} * kBlockN;
+    if (segment.kv_pages < 0) return position;
+    return int64_t{args.kv_pages[segment.kv_pages + position / args.page_rows]} * args.page_rows +
+           position % args.page_rows;
   }
-  __device__ __forceinline__ const __nv_bfloat16* v(const AttentionKernelArgs& args) const {
-    return args.v + segment.kv_begin * args.v_stride + int64_t{kv_head} * kHeadDim;
+  // Key tile t's first row of K and of V at this head's columns.
+  __device__ __forceinline__ const __nv_bfloat16* k_tile(const AttentionKernelArgs& args, int t) const {
+    return args.k + key_tile_row(args, t) * args.k_stride + int64_t{kv_head} * kHeadDim;
+  }
+  __device__ __forceinline__ const __nv_bfloat16* v_tile(const AttentionKernelArgs& args, int t) const {
+    return args.v + key_tile_row(args, t) * args.v_stride + int64_t{kv_head} * kHeadDim;
   }
 };
 

@@ -312,14 +312,10 @@ __global__ void __launch_bounds__(Tiling<kGroups>::kThreads, 1)
   const uint32_t k_tiles = q_tile + kQBytes;                 // [kKStages]
   const uint32_t v_tiles = k_tiles + kKStages * kKVBytes;    // [kVStages]
 
-  const __nv_bfloat16* k_base = work.k(args);
-  const __nv_bfloat16* v_base = work.v(args);
   const TileCopier<kBlockN, kThreads> kv_copier;
   auto load_kv = [&](int t) {
-    kv_copier.copy(k_tiles + (t % kKStages) * kKVBytes, k_base + int64_t{t} * kBlockN * args.k_stride,
-                   args.k_stride, work.key_valid(t));
-    kv_copier.copy(v_tiles + (t % kVStages) * kKVBytes, v_base + int64_t{t} * kBlockN * args.v_stride,
-                   args.v_stride, work.key_valid(t));
+    kv_copier.copy(k_tiles + (t % kKStages) * kKVBytes, work.k_tile(args, t), args.k_stride, work.key_valid(t));
+    kv_copier.copy(v_tiles + (t % kVStages) * kKVBytes, work.v_tile(args, t), args.v_stride, work.key_valid(t));
   };
 
   TileCopier<kBlockM, kThreads>().copy(q_tile, work.q(args), args.q_stride, q_valid);
@@ -512,23 +508,24 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       const uint32_t rank = kPairedLoads ? cluster_rank() : 0;
       // TMA addresses the tile by (column, row) of the whole K or V matrix; cp.async from the
       // segment's first row at this head's columns.
-      const int column = work.kv_head * kHeadDim, row0 = static_cast<int>(work.segment.kv_begin);
-      auto load = [&](const CUtensorMap& map, const __nv_bfloat16* first_row, int64_t stride, uint32_t tile,
-                      uint32_t full, int t) {
+      const int column = work.kv_head * kHeadDim;
+      auto load = [&](const CUtensorMap& map, bool keys, uint32_t tile, uint32_t full, int t) {
         const int valid = work.key_valid(t);
         if (valid == kBlockN) {
           if (lane == 0) {
+            const int row = static_cast<int>(work.key_tile_row(args, t));
             mbarrier_arrive_expect_bytes(full, kKVBytes);  // both boxes, wherever they come from
             if constexpr (kPairedLoads) {  // box `rank` from here, the other from the pair
-              tma_load_2d_multicast(tile + rank * kBlockN * 128, &map, column + 64 * static_cast<int>(rank),
-                                    row0 + t * kBlockN, full, 0b11);
+              tma_load_2d_multicast(tile + rank * kBlockN * 128, &map, column + 64 * static_cast<int>(rank), row,
+                                    full, 0b11);
             } else {
-              tma_load_2d(tile, &map, column, row0 + t * kBlockN, full);
-              tma_load_2d(tile + kBlockN * 128, &map, column + 64, row0 + t * kBlockN, full);
+              tma_load_2d(tile, &map, column, row, full);
+              tma_load_2d(tile + kBlockN * 128, &map, column + 64, row, full);
             }
           }
         } else {  // (both CTAs of a pair copy their own partial tile)
-          const __nv_bfloat16* base = first_row + int64_t{t} * kBlockN * stride;
+          const __nv_bfloat16* base = keys ? work.k_tile(args, t) : work.v_tile(args, t);
+          const int64_t stride = keys ? args.k_stride : args.v_stride;
           warp_copy_half_tile(tile, base, stride, valid, 0);
           warp_copy_half_tile(tile, base, stride, valid, 1);
           cp_async_commit();
@@ -541,9 +538,9 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       for (int t = 0; t < kv_tiles; ++t) {
         const int stage = t % kWsStages, round = t / kWsStages;
         if (round > 0) mbarrier_wait(k_empty(stage), (round - 1) & 1);
-        load(k_map, work.k(args), args.k_stride, k_tiles + stage * kKVBytes, k_full(stage), t);
+        load(k_map, true, k_tiles + stage * kKVBytes, k_full(stage), t);
         if (round > 0) mbarrier_wait(v_empty(stage), (round - 1) & 1);
-        load(v_map, work.v(args), args.v_stride, v_tiles + stage * kKVBytes, v_full(stage), t);
+        load(v_map, false, v_tiles + stage * kKVBytes, v_full(stage), t);
       }
       if constexpr (kPairedLoads) {
         // The pair's consumers arrive on this CTA's empty barriers until they release their last
@@ -564,15 +561,14 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     // which completes when both warps' 64 lanes have.
     const int warp = threadIdx.x / 32;
     const bool keys = warp < 2;
-    const __nv_bfloat16* base = keys ? work.k(args) : work.v(args);
     const int64_t stride = keys ? args.k_stride : args.v_stride;
     const uint32_t tiles = keys ? k_tiles : v_tiles;
     auto full = [&](int t) { return keys ? k_full(t % kWsStages) : v_full(t % kWsStages); };
     for (int t = 0; t < kv_tiles; ++t) {
       const int stage = t % kWsStages, round = t / kWsStages;
       if (round > 0) mbarrier_wait(keys ? k_empty(stage) : v_empty(stage), (round - 1) & 1);
-      warp_copy_half_tile(tiles + stage * kKVBytes, base + int64_t{t} * kBlockN * stride, stride, work.key_valid(t),
-                          warp % 2);
+      warp_copy_half_tile(tiles + stage * kKVBytes, keys ? work.k_tile(args, t) : work.v_tile(args, t), stride,
+                          work.key_valid(t), warp % 2);
       cp_async_commit();
       if (t > 0) {
         cp_async_wait<1>();

@@ -276,28 +276,46 @@ void launch_embedding_gather(int64_t tokens, int64_t dim, const int32_t* ids, co
   MOSAIC_CUDA_CHECK_LAUNCH();
 }
 
-// out row r = in row index[r], copied in units of T (uint4, uint32_t or unsigned char: the
-// widest that divides the row length, both strides and both base addresses).
-template <typename T>
-__global__ void gather_rows_kernel(int64_t rows, int64_t units_per_row, const T* __restrict__ in,
-                                   int64_t in_stride, const int32_t* __restrict__ index,
-                                   T* __restrict__ out, int64_t out_stride) {
+// kScatter false: out row r = in row index[r]; true: out row index[r] = in row r. Copied in units
+// of T (uint4, uint32_t or unsigned char: the widest that divides the row length, both strides
+// and both base addresses).
+template <typename T, bool kScatter>
+__global__ void indexed_rows_kernel(int64_t rows, int64_t units_per_row, const T* __restrict__ in,
+                                    int64_t in_stride, const int32_t* __restrict__ index,
+                                    T* __restrict__ out, int64_t out_stride) {
   const int64_t items = rows * units_per_row;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < items;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t r = i / units_per_row, u = i - r * units_per_row;
-    out[r * out_stride + u] = in[static_cast<int64_t>(index[r]) * in_stride + u];
+    const int64_t indexed = static_cast<int64_t>(index[r]);
+    if constexpr (kScatter) {
+      out[indexed * out_stride + u] = in[r * in_stride + u];
+    } else {
+      out[r * out_stride + u] = in[indexed * in_stride + u];
+    }
   }
 }
 
-template <typename T>
-void launch_gather_rows(int64_t rows, int64_t row_bytes, const void* in, int64_t in_stride_bytes,
-                        const int32_t* index, void* out, int64_t out_stride_bytes, cudaStream_t stream) {
-  const int64_t units = row_bytes / int64_t(sizeof(T));
-  gather_rows_kernel<T><<<grid_for(rows * units, kThreads), kThreads, 0, stream>>>(
-      rows, units, static_cast<const T*>(in), in_stride_bytes / int64_t(sizeof(T)), index,
-      static_cast<T*>(out), out_stride_bytes / int64_t(sizeof(T)));
-  MOSAIC_CUDA_CHECK_LAUNCH();
+template <bool kScatter>
+void launch_indexed_rows(int64_t rows, int64_t row_bytes, const void* in, int64_t in_stride_bytes,
+                         const int32_t* index, void* out, int64_t out_stride_bytes, cudaStream_t stream) {
+  ELEMENTWISE_REQUIRE(row_bytes > 0 && in_stride_bytes >= row_bytes && out_stride_bytes >= row_bytes);
+  if (rows <= 0) return;
+  const auto divides = [&](uint64_t unit) {
+    return row_bytes % unit == 0 && in_stride_bytes % unit == 0 && out_stride_bytes % unit == 0 &&
+           reinterpret_cast<uintptr_t>(in) % unit == 0 && reinterpret_cast<uintptr_t>(out) % unit == 0;
+  };
+  auto launch = [&](auto unit) {
+    using T = decltype(unit);
+    const int64_t units = row_bytes / int64_t(sizeof(T));
+    indexed_rows_kernel<T, kScatter><<<grid_for(rows * units, kThreads), kThreads, 0, stream>>>(
+        rows, units, static_cast<const T*>(in), in_stride_bytes / int64_t(sizeof(T)), index,
+        static_cast<T*>(out), out_stride_bytes / int64_t(sizeof(T)));
+    MOSAIC_CUDA_CHECK_LAUNCH();
+  };
+  if (divides(16)) launch(uint4{});
+  else if (divides(4)) launch(uint32_t{});
+  else launch(static_cast<unsigned char>(0));
 }
 
 }  // namespace
@@ -417,18 +435,12 @@ void swiglu(int64_t rows, int64_t dim, void* gate, int64_t gate_stride, const vo
 
 void gather_rows(int64_t rows, int64_t row_bytes, const void* in, int64_t in_stride_bytes,
                  const int32_t* index, void* out, int64_t out_stride_bytes, cudaStream_t stream) {
-  ELEMENTWISE_REQUIRE(row_bytes > 0 && in_stride_bytes >= row_bytes && out_stride_bytes >= row_bytes);
-  if (rows <= 0) return;
-  const auto divides = [&](uint64_t unit) {
-    return row_bytes % unit == 0 && in_stride_bytes % unit == 0 && out_stride_bytes % unit == 0 &&
-           reinterpret_cast<uintptr_t>(in) % unit == 0 && reinterpret_cast<uintptr_t>(out) % unit == 0;
-  };
-  if (divides(16))
-    launch_gather_rows<uint4>(rows, row_bytes, in, in_stride_bytes, index, out, out_stride_bytes, stream);
-  else if (divides(4))
-    launch_gather_rows<uint32_t>(rows, row_bytes, in, in_stride_bytes, index, out, out_stride_bytes, stream);
-  else
-    launch_gather_rows<unsigned char>(rows, row_bytes, in, in_stride_bytes, index, out, out_stride_bytes, stream);
+  launch_indexed_rows<false>(rows, row_bytes, in, in_stride_bytes, index, out, out_stride_bytes, stream);
+}
+
+void scatter_rows(int64_t rows, int64_t row_bytes, const void* in, int64_t in_stride_bytes,
+                  const int32_t* index, void* out, int64_t out_stride_bytes, cudaStream_t stream) {
+  launch_indexed_rows<true>(rows, row_bytes, in, in_stride_bytes, index, out, out_stride_bytes, stream);
 }
 
 }  // namespace mosaic::cuda

@@ -44,4 +44,9 @@ void swiglu(int64_t rows, int64_t dim, void* gate, int64_t gate_stride, const vo
 void gather_rows(int64_t rows, int64_t row_bytes, const void* in, int64_t in_stride_bytes,
                  const int32_t* index, void* out, int64_t out_stride_bytes, cudaStream_t stream);
 
+// out[index[r], :] = in[r, :] for r < rows (the indices distinct): a cached step's fresh K/V rows
+// into the KV cache. out must not overlap in.
+void scatter_rows(int64_t rows, int64_t row_bytes, const void* in, int64_t in_stride_bytes,
+                  const int32_t* index, void* out, int64_t out_stride_bytes, cudaStream_t stream);
+
 }  // namespace mosaic::cuda
