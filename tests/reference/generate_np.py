@@ -1,20 +1,26 @@
 #!/usr/bin/python3
-"""Independent NumPy reference of Mosaic's text generation (docs/design/sampling.md).
+"""Independent NumPy reference of Mosaic's text generation (docs/design/sampling.md,
+docs/design/cached-decoding.md).
 
-Written from docs/design/sampling.md, docs/design/rng.md and shared/reference/sampling.md,
-not from Mosaic's C++ code. Logits come from reference_forward.forward (float64, Dream's
-shift included); every statistic (softmax, confidences, entropies, cumulative sums) is
+Written from docs/design/sampling.md, docs/design/cached-decoding.md, docs/design/rng.md and
+shared/reference/sampling.md (with shared/reference/caches-and-d2f.md and moe-models.md
+§2.3-2.4 for the caches' background), not from Mosaic's C++ code. Logits come from
+reference_forward (float64, Dream's shift included): forward() for a step that computes
+every position of a full-attention model, forward_rows() for the cached forms and the
+block-causal masks; every statistic (softmax, confidences, entropies, cumulative sums) is
 float64; the Dream schedule (linspace, 1 - s/t, the transfer count) is float32 exactly as
-sampling.md states, each linspace point one fused multiply-add as CUDA computes it
-(measured on an H200 with torch 2.11). Random numbers: philox_np (rng.md), addressed by
-(index, position, step, stream), so a batch of prompts is each prompt generated on its own.
+sampling.md states, each linspace point one fused multiply-add as CUDA computes it (measured
+on an H200 with torch 2.11). Random numbers: philox_np (rng.md), addressed by (index,
+position, step, stream), so a batch of prompts is each prompt generated on its own.
 
     model = reference_forward.load_model(folder)
     ids = special_ids_from_folder(folder, eot_id=None)
     result = generate(model, [5, 17, 42], Params(gen_length=16, steps=8, block_length=8),
                       ids)
     result.output_ids   # the G positions after the prompt (mask id where not committed)
-    result.steps        # denoising steps run (= forwards of the conditional canvas)
+    result.steps        # denoising steps run
+    result.forwards     # steps that ran a forward (refreshes included)
+    result.cache        # the effective cache mode: "none", "prefix", "dual" or "block"
 
 Readings of the specification where it leaves room (the C++ side must do the same):
 - step numbers t count steps from 0 over the whole generation; a step that commits
@@ -37,6 +43,34 @@ Readings of the specification where it leaves room (the C++ side must do the sam
   alg_temp (as Mosaic's C++ does);
 - rejected: threshold with factor, a rule with LLaDA remasking="random", a prompt holding
   the mask id, confidence_eos_eot_inf without an EoT id.
+
+Readings of cached-decoding.md (blocks, caches):
+- decoding blocks follow the model's mask kind for both families (§2): an "absolute" Dream
+  model decodes the cut grid blocks too; the requirements are then those of the blocks:
+  full / "prompt": G % B = 0 (so B <= G); "absolute": B >= 1 only (B > G allowed, G % B
+  free); both: steps a positive multiple of the number of blocks n; Dream without a rule
+  also S_b = steps / n >= 2. The same hold with a rule;
+- Dream block decoding: a block ends as soon as it has no mask (as Fast-dLLM's loop, and as
+  the whole-canvas Dream loop ends), else after its S_b steps; the next block's step i = 0
+  then takes the next global t. Step i = 0 commits the block's first position bs whatever
+  alg or rule (sample_tokens with temperature / top-p / top-k; stream 1 noise at (bs, t));
+  a non-origin step whose n is 0 runs no forward;
+- the refresh of prefix / dual is the block's first step that runs a forward (in practice
+  always step 0 of the block: its quota / candidate count is >= 1);
+- block mode's f: "bs" in "after any step of block b, f = bs" is read as the start of the
+  attention block holding the decoding block (grid_start), which is bs except for an
+  "absolute" first block when P % B != 0, where it is floor(P/B)*B: those prompt rows
+  attend bidirectionally to the block's (changing) tokens, so their K/V are not final until
+  the block is; with f = P the block mode would differ from none (the stated consequence of
+  §4). f moves only after a step that ran a forward (the same, in practice);
+- c0 = min(c0 of the table, smallest source row of a candidate); the table's rows always
+  cover the candidates here, so this never moves c0;
+- block mode with cfg_scale > 0 (LLaDA on a block-causal model, auto) is allowed: the
+  unconditional canvas keeps its own cache with the same computed rows (exact, like the
+  conditional one); cache none on a block-causal model recomputes both under the mask;
+- unknown cache modes are a GenerationError; prefix / dual on a block-causal model is
+  rejected before cfg_scale > 0 is looked at;
+- `forwards` counts steps that ran a forward (a CFG step's two canvases are one forward).
 """
 
 import argparse
@@ -86,7 +120,7 @@ class Params:
     """One generation request's options (the `mosaic generate` flags)."""
     gen_length: int
     steps: int
-    block_length: int = None        # LLaDA; None = gen_length
+    block_length: int = None        # None = gen_length; Dream: set = decode in blocks
     temperature: float = 0.0
     # LLaDA
     remasking: str = "low_confidence"
@@ -104,6 +138,7 @@ class Params:
     factor: float = None
     stop_at_eos: bool = False
     seed: int = 0
+    cache: str = "auto"             # auto | none | prefix | dual (cached-decoding.md §3)
 
 
 @dataclass
@@ -142,6 +177,9 @@ class Result:
     ties: TieLog = field(default_factory=TieLog)
     stopped_at_eos: bool = False
     mask_commits: int = 0     # chosen positions whose x0 was the mask id (stay masked)
+    cache: str = "none"       # the effective cache mode: none, prefix, dual or block
+    forwards: int = 0         # steps that ran a forward (refreshes included)
+    computed: list = field(default_factory=list)      # (t, c0, c1) of every forward
 
 
 # ----------------------------------------------------------------------------------------
@@ -381,6 +419,141 @@ def dream_sample_tokens(logits, positions, step, temperature, top_p, top_k, alg,
 
 
 # ----------------------------------------------------------------------------------------
+# Decoding blocks, cache modes and the rows a step computes (cached-decoding.md)
+# ----------------------------------------------------------------------------------------
+
+CACHE_MODES = ("auto", "none", "prefix", "dual")
+
+
+@dataclass
+class Block:
+    """A decoding block [start, end) and the start of the attention block that holds it.
+
+    grid_start differs from start only for an "absolute" first block cut at the prompt's end
+    (its attention block [grid_start, ...) also holds the prompt's tail)."""
+    start: int
+    end: int
+    grid_start: int
+
+
+def decoding_blocks(kind, P, G, B):
+    """The decoding blocks of cached-decoding.md §2 for the mask kind of the model.
+
+    full (None) and "prompt": [P + bB, P + (b+1)B) for b < G/B (G % B = 0, so B <= G);
+    "absolute": the grid blocks [kB, (k+1)B) that meet [P, L), cut to [P, L): their number
+    is ceil(L/B) - floor(P/B) and G % B need not be 0."""
+    if B < 1:
+        raise GenerationError(f"block_length must be >= 1, got {B}")
+    L = P + G
+    if kind == "absolute":
+        return [Block(max(k * B, P), min((k + 1) * B, L), k * B)
+                for k in range(P // B, -(-L // B))]
+    if B > G or G % B:
+        raise GenerationError(f"gen_length {G} is not a multiple of block_length {B} "
+                              f"(or block_length > gen_length)")
+    return [Block(P + b * B, P + (b + 1) * B, P + b * B) for b in range(G // B)]
+
+
+def steps_per_block(steps, nblocks):
+    """steps / blocks; steps must be a positive multiple of the number of blocks."""
+    if steps % nblocks or steps < nblocks:
+        raise GenerationError(f"steps {steps} is not a positive multiple of the "
+                              f"{nblocks} blocks")
+    return steps // nblocks
+
+
+def resolve_cache(cache, block_attention, cfg_scale):
+    """The effective cache mode of cached-decoding.md §3: "none", "prefix", "dual" or
+    "block" (auto on a block-causal model); raises for the errors of §3."""
+    if cache not in CACHE_MODES:
+        raise GenerationError(f"cache {cache!r} is not one of {', '.join(CACHE_MODES)}")
+    if cache == "auto":
+        return "block" if block_attention is not None else "none"
+    if cache == "none":
+        return "none"
+    if block_attention is not None:
+        raise GenerationError(f"cache {cache} on a block-causal model (block_attention "
+                              f"{block_attention!r}): it uses its exact block cache "
+                              f"(cache auto)")
+    if cfg_scale > 0:
+        raise GenerationError(f"cache {cache} with cfg_scale > 0: the unconditional canvas "
+                              f"has no cache")
+    return cache
+
+
+def computed_rows(mode, L, block, refresh, f):
+    """[c0, c1) of a step's forward by the table of §4, before the candidates' own source
+    rows are added (c0 = min(that, smallest row a candidate reads)).
+
+    refresh: no step of the block has run a forward yet; f: the block mode's start of the
+    region not yet computed from final tokens."""
+    if mode == "none":
+        return 0, L
+    if mode == "prefix":
+        return (0, L) if refresh else (block.start, L)
+    if mode == "dual":
+        return (0, L) if refresh else (block.start, block.end)
+    if mode == "block":
+        return f, block.end
+    raise ValueError(f"unknown cache mode {mode!r}")
+
+
+class StepForward:
+    """One sequence's forwards under its effective cache mode (cached-decoding.md §4).
+
+    It keeps the sequence's caches (the conditional canvas's and, under CFG, the
+    unconditional canvas's, which has the same computed rows), f of the block mode, whether
+    the active block has had its refresh, the count of forwards and the rows every forward
+    computed ((t, c0, c1), for the tests)."""
+
+    def __init__(self, model, mode, P, L, B, cfg_scale, mask_id):
+        self.model, self.mode, self.P, self.L, self.B = model, mode, P, L, B
+        self.cfg_scale, self.mask_id = cfg_scale, mask_id
+        self.kind = model.block_attention
+        ncanvas = 2 if cfg_scale > 0 else 1
+        self.caches = [ref.new_cache(model, L) for _ in range(ncanvas)]
+        self.block = Block(P, L, P)
+        self.refresh = True
+        self.f = 0
+        self.forwards = 0
+        self.rows = []
+
+    def begin_block(self, block):
+        self.block = block
+        self.refresh = True
+
+    def logits(self, x, rows, t):
+        """float64 logits of candidate rows `rows` at step t (the step's one forward)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        if self.mode == "none" and self.kind is None:
+            # today's exact step, through the unchanged full forward
+            out = _logits(self.model, x, rows, self.cfg_scale, self.P, self.mask_id)
+            c0, c1 = 0, self.L
+        else:
+            c0, c1 = computed_rows(self.mode, self.L, self.block, self.refresh, self.f)
+            c0 = min(c0, int(ref.source_rows(self.model, rows, self.L).min()))
+            ranges = ref.key_ranges(self.kind, range(c0, c1), self.P, self.B, self.L)
+            if self.mode == "none":      # every position under the mask: nothing is kept
+                self.caches = [ref.new_cache(self.model, self.L) for _ in self.caches]
+            out = ref.forward_rows(self.model, x, c0, c1, ranges, self.caches[0], rows)
+            if self.cfg_scale > 0:
+                un_x = np.array(x)
+                un_x[:self.P] = self.mask_id
+                un = ref.forward_rows(self.model, un_x, c0, c1, ranges, self.caches[1],
+                                      rows)
+                out = un + (self.cfg_scale + 1.0) * (out - un)
+            out = np.asarray(out, dtype=np.float64)
+        self.forwards += 1
+        self.refresh = False
+        if self.mode == "block":
+            # Everything before the active attention block is final now: its start, not
+            # the decoding block's (an "absolute" first block's prompt tail reads it).
+            self.f = self.block.grid_start
+        self.rows.append((int(t), int(c0), int(c1)))
+        return out
+
+
+# ----------------------------------------------------------------------------------------
 # The loops
 # ----------------------------------------------------------------------------------------
 
@@ -458,34 +631,38 @@ def llada_bans(p, ids):
     return choice_bans, stats_bans
 
 
+def _finish(res, x, P, fwd):
+    res.output_ids = [int(v) for v in x[P:]]
+    res.forwards = fwd.forwards
+    res.computed = fwd.rows
+    return res
+
+
 def generate_llada(model, prompt, p, ids):
-    """LLaDA generate() of sampling.md for one prompt."""
+    """LLaDA generate() of sampling.md for one prompt, blocks and caches of
+    cached-decoding.md."""
     _validate_common(prompt, p, ids, model.vocab)
-    G = p.gen_length
+    G, P = p.gen_length, len(prompt)
     B = G if p.block_length is None else p.block_length
-    if B < 1 or B > G or G % B:
-        raise GenerationError(f"gen_length {G} is not a multiple of block_length {B} "
-                              f"(or block_length > gen_length)")
-    nblocks = G // B
-    if p.steps % nblocks or p.steps < nblocks:
-        raise GenerationError(f"steps {p.steps} is not a positive multiple of the "
-                              f"{nblocks} blocks")
+    blocks = decoding_blocks(model.block_attention, P, G, B)
+    S = steps_per_block(p.steps, len(blocks))
     if p.remasking not in ("low_confidence", "random"):
         raise GenerationError(f"remasking {p.remasking!r}")
-    S = p.steps // nblocks
     rule = p.threshold is not None or p.factor is not None
     if rule and p.remasking == "random":
         raise GenerationError("threshold / factor rank by confidence: not with "
                               "remasking=random")
-    P = len(prompt)
+    mode = resolve_cache(p.cache, model.block_attention, p.cfg_scale)
     x = np.array(list(prompt) + [ids.mask] * G, dtype=np.int64)
     choice_bans, stats_bans = llada_bans(p, ids)
     stop_ids = {ids.eos} | ({ids.eot} if ids.eot is not None else set())
     res = Result(prompt_ids=[int(v) for v in prompt], output_ids=[], steps=0,
-                 commit_step=[-1] * G)
+                 commit_step=[-1] * G, cache=mode)
+    fwd = StepForward(model, mode, P, P + G, B, p.cfg_scale, ids.mask)
     t = 0
-    for b in range(nblocks):
-        lo, hi = P + b * B, P + (b + 1) * B
+    for block in blocks:
+        lo, hi = block.start, block.end
+        fwd.begin_block(block)
         quota = llada_quota(np.count_nonzero(x[lo:hi] == ids.mask), S)
         i = 0
         while True:
@@ -503,7 +680,7 @@ def generate_llada(model, prompt, p, ids):
                                    rng.STREAM_RANDOM_CONFIDENCE)
                 res.ties.note("select", boundary_gap(u, k), t, masked[0])
                 cand = masked[np.sort(top_positions(u, masked, k))]
-                logits = _logits(model, x, cand, p.cfg_scale, P, ids.mask)
+                logits = fwd.logits(x, cand, t)
                 x0, _, gap = llada_choose(logits, cand, t, p.temperature, choice_bans,
                                           stats_bans, p.seed)
                 for r, q in enumerate(cand):
@@ -511,7 +688,7 @@ def generate_llada(model, prompt, p, ids):
                 _commit(x, cand, np.arange(cand.size), x0, t, P, ids.mask, res)
             else:
                 cand = masked
-                logits = _logits(model, x, cand, p.cfg_scale, P, ids.mask)
+                logits = fwd.logits(x, cand, t)
                 x0, conf, gap = llada_choose(logits, cand, t, p.temperature, choice_bans,
                                              stats_bans, p.seed)
                 for r, q in enumerate(cand):
@@ -532,42 +709,64 @@ def generate_llada(model, prompt, p, ids):
         if res.stopped_at_eos:
             break
     res.steps = t
-    res.output_ids = [int(v) for v in x[P:]]
-    return res
+    return _finish(res, x, P, fwd)
+
+
+def _dream_sampler(fwd, x, p, rule, res, ids):
+    """sample(rows, t) -> (x0, confidence): the step's forward and Dream's sample_tokens."""
+    alg = "maskgit_plus" if rule else p.alg     # rules rank by p(x0)
+
+    def sample(rows, t):
+        logits = fwd.logits(x, rows, t)
+        x0, conf, gap = dream_sample_tokens(logits, rows, t, p.temperature, p.top_p,
+                                            p.top_k, alg, p.seed, res.ties, ids.mask)
+        for r, q in enumerate(rows):
+            res.ties.note("token", gap[r], t, q)
+        return x0, conf
+    return sample
+
+
+def _dream_select(masked, n, conf, t, p, res):
+    """Indices (into masked) of the n best by confidence, or by conf / alg_temp + Gumbel
+    (stream 4) when alg_temp > 0."""
+    if p.alg_temp and p.alg_temp > 0:
+        key = conf / p.alg_temp + rng.gumbel_at(p.seed, 0, masked.astype(np.uint32), t,
+                                                rng.STREAM_POSITION_GUMBEL)
+    else:
+        key = conf
+    res.ties.note("select", boundary_gap(key, n), t, masked[0])
+    return top_positions(key, masked, n)
 
 
 def generate_dream(model, prompt, p, ids):
-    """Dream diffusion_generate() of sampling.md for one prompt (a batch of one)."""
+    """Dream diffusion_generate() of sampling.md for one prompt (a batch of one); in blocks
+    (Fast-dLLM's generation_utils_block, cached-decoding.md §2) when block_length is set, a
+    cache is used or the model is block-causal."""
     _validate_common(prompt, p, ids, model.vocab)
     if p.alg not in ("origin", "maskgit_plus", "topk_margin", "entropy"):
         raise GenerationError(f"alg {p.alg!r}")
     rule = p.threshold is not None or p.factor is not None
     if p.top_k is not None and p.top_k < 0:
         raise GenerationError("top_k must be >= 0")
+    mode = resolve_cache(p.cache, model.block_attention, 0.0)    # Dream has no CFG
+    if p.block_length is not None or mode != "none" or model.block_attention is not None:
+        return _generate_dream_blocks(model, prompt, p, ids, mode, rule)
     S, G, P = p.steps, p.gen_length, len(prompt)
     x = np.array(list(prompt) + [ids.mask] * G, dtype=np.int64)
     ts = dream_timesteps(S, p.eps)
     stop_ids = {ids.eos} | ({ids.eot} if ids.eot is not None else set())
     res = Result(prompt_ids=[int(v) for v in prompt], output_ids=[], steps=0,
-                 commit_step=[-1] * G)
+                 commit_step=[-1] * G, cache=mode)
+    fwd = StepForward(model, mode, P, P + G, G, 0.0, ids.mask)
+    sample = _dream_sampler(fwd, x, p, rule, res, ids)
     t = 0
     while True:
         masked = np.flatnonzero(x == ids.mask)
         if masked.size == 0 or t >= S:
             break
-
-        def sample(rows):
-            logits = _logits(model, x, rows, 0.0, P, ids.mask)
-            alg = "maskgit_plus" if rule else p.alg     # rules rank by p(x0)
-            x0, conf, gap = dream_sample_tokens(logits, rows, t, p.temperature, p.top_p,
-                                                p.top_k, alg, p.seed, res.ties, ids.mask)
-            for r, q in enumerate(rows):
-                res.ties.note("token", gap[r], t, q)
-            return x0, conf
-
         if rule:
             cand = masked
-            x0, conf = sample(cand)
+            x0, conf = sample(cand, t)
             srt = np.sort(conf)[::-1]
             k = _rule_count(srt, p)
             _note_rule(res.ties, srt, k, p, t, cand[0])
@@ -576,30 +775,91 @@ def generate_dream(model, prompt, p, ids):
             prob = 1.0 if t == S - 1 else float(dream_fraction(ts, t))
             u = rng.uniform_at(p.seed, 0, masked.astype(np.uint32), t, rng.STREAM_TRANSFER)
             cand = masked[u < prob]
-            if cand.size:
-                x0, _ = sample(cand)
-            else:
-                x0 = np.zeros(0, dtype=np.int64)
+            x0 = sample(cand, t)[0] if cand.size else np.zeros(0, dtype=np.int64)
             chosen = np.arange(cand.size)
         else:
             cand = masked
             n = dream_transfer_count(masked.size, ts, t, S)
-            x0, conf = sample(cand)
-            if p.alg_temp and p.alg_temp > 0:
-                key = conf / p.alg_temp + rng.gumbel_at(p.seed, 0, cand.astype(np.uint32), t,
-                                                        rng.STREAM_POSITION_GUMBEL)
+            if n == 0:                   # a step that commits nothing needs no forward
+                x0, chosen = np.zeros(0, dtype=np.int64), []
             else:
-                key = conf
-            res.ties.note("select", boundary_gap(key, n), t, cand[0])
-            chosen = top_positions(key, cand, n)
+                x0, conf = sample(cand, t)
+                chosen = _dream_select(cand, n, conf, t, p, res)
         _commit(x, cand, chosen, x0, t, P, ids.mask, res)
         t += 1
         if p.stop_at_eos and stop_reached(x, P, stop_ids, ids.mask, ids.eos):
             res.stopped_at_eos = True
             break
     res.steps = t
-    res.output_ids = [int(v) for v in x[P:]]
-    return res
+    return _finish(res, x, P, fwd)
+
+
+def _generate_dream_blocks(model, prompt, p, ids, mode, rule):
+    """Dream block decoding (cached-decoding.md §2): per block, step i = 0 commits the
+    block's first position; later steps follow the block-local schedule or the rule."""
+    G, P = p.gen_length, len(prompt)
+    B = G if p.block_length is None else p.block_length
+    blocks = decoding_blocks(model.block_attention, P, G, B)
+    Sb = steps_per_block(p.steps, len(blocks))
+    if not rule and Sb < 2:
+        raise GenerationError(f"Dream block decoding needs >= 2 steps per block without a "
+                              f"rule (steps {p.steps} over {len(blocks)} blocks)")
+    ts = dream_timesteps(Sb, p.eps)
+    x = np.array(list(prompt) + [ids.mask] * G, dtype=np.int64)
+    stop_ids = {ids.eos} | ({ids.eot} if ids.eot is not None else set())
+    res = Result(prompt_ids=[int(v) for v in prompt], output_ids=[], steps=0,
+                 commit_step=[-1] * G, cache=mode)
+    fwd = StepForward(model, mode, P, P + G, B, 0.0, ids.mask)
+    sample = _dream_sampler(fwd, x, p, rule, res, ids)
+    t = 0
+    for block in blocks:
+        lo, hi = block.start, block.end
+        fwd.begin_block(block)
+        i = 0
+        while True:
+            masked = lo + np.flatnonzero(x[lo:hi] == ids.mask)
+            # A block ends as soon as it has no mask (Fast-dLLM's loop; Dream's whole-canvas
+            # loop ends the same way); without a rule after its Sb steps; steps bounds all.
+            if masked.size == 0 or t >= p.steps or (not rule and i >= Sb):
+                break
+            if i == 0:
+                # the block's first position alone, its token from hidden row lo - 1
+                assert masked[0] == lo, "a block starts with its first position masked"
+                cand = masked[:1]
+                x0, _ = sample(cand, t)
+                chosen = [0]
+            elif rule:
+                cand = masked
+                x0, conf = sample(cand, t)
+                srt = np.sort(conf)[::-1]
+                k = _rule_count(srt, p)
+                _note_rule(res.ties, srt, k, p, t, cand[0])
+                chosen = top_positions(conf, cand, k)
+            elif p.alg == "origin":
+                prob = 1.0 if i == Sb - 1 else float(dream_fraction(ts, i))
+                u = rng.uniform_at(p.seed, 0, masked.astype(np.uint32), t,
+                                   rng.STREAM_TRANSFER)
+                cand = masked[u < prob]
+                x0 = sample(cand, t)[0] if cand.size else np.zeros(0, dtype=np.int64)
+                chosen = np.arange(cand.size)
+            else:
+                cand = masked
+                n = dream_transfer_count(masked.size, ts, i, Sb)
+                if n == 0:               # a step that commits nothing needs no forward
+                    x0, chosen = np.zeros(0, dtype=np.int64), []
+                else:
+                    x0, conf = sample(cand, t)
+                    chosen = _dream_select(cand, n, conf, t, p, res)
+            _commit(x, cand, chosen, x0, t, P, ids.mask, res)
+            t += 1
+            i += 1
+            if p.stop_at_eos and stop_reached(x, P, stop_ids, ids.mask, ids.eos):
+                res.stopped_at_eos = True
+                break
+        if res.stopped_at_eos or t >= p.steps:
+            break
+    res.steps = t
+    return _finish(res, x, P, fwd)
 
 
 def generate(model, prompt, params, ids):
@@ -631,6 +891,7 @@ def build_arg_parser():
     ap.add_argument("--gen-length", type=int, required=True)
     ap.add_argument("--steps", type=int, required=True)
     ap.add_argument("--block-length", type=int)
+    ap.add_argument("--cache", default="auto")      # checked by generate (GenerationError)
     ap.add_argument("--temperature", type=float, default=0.0)
     ap.add_argument("--remasking", choices=["low_confidence", "random"])
     ap.add_argument("--cfg-scale", type=float)
@@ -652,8 +913,7 @@ def build_arg_parser():
 
 def params_from_args(args, family):
     """Params from parsed flags; the other family's options are rejected like the CLI."""
-    llada_only = {"--block-length": args.block_length, "--remasking": args.remasking,
-                  "--cfg-scale": args.cfg_scale,
+    llada_only = {"--remasking": args.remasking, "--cfg-scale": args.cfg_scale,
                   "--logits-eos-inf": args.logits_eos_inf or None,
                   "--confidence-eos-eot-inf": args.confidence_eos_eot_inf or None}
     dream_only = {"--alg": args.alg, "--alg-temp": args.alg_temp, "--top-p": args.top_p,
@@ -664,7 +924,7 @@ def params_from_args(args, family):
         raise GenerationError(f"{', '.join(given)} not allowed for family {family}")
     p = Params(gen_length=args.gen_length, steps=args.steps, block_length=args.block_length,
                temperature=args.temperature, threshold=args.threshold, factor=args.factor,
-               stop_at_eos=args.stop_at_eos, seed=args.seed)
+               stop_at_eos=args.stop_at_eos, seed=args.seed, cache=args.cache)
     if family == ref.FAMILY_LLADA:
         p.remasking = args.remasking or "low_confidence"
         p.cfg_scale = args.cfg_scale or 0.0
@@ -680,7 +940,8 @@ def params_from_args(args, family):
 
 def result_json(results):
     return {"results": [{"prompt_ids": r.prompt_ids, "output_ids": r.output_ids,
-                         "steps": r.steps} for r in results]}
+                         "steps": r.steps, "forwards": r.forwards, "cache": r.cache}
+                        for r in results]}
 
 
 def main(argv=None):

@@ -8,9 +8,25 @@ in float64.
     model = load_model("/path/to/hf_folder")       # family from config.json architectures
     logits = forward(model, ids=[5, 9, 2], rows=[0, 2])   # float64 [2, vocab]
 
-Model (both families): pre-norm decoder, full bidirectional attention (no mask), RMSNorm,
-half-split RoPE, GQA, SwiGLU MLP, LM head after the final RMSNorm. Dream's logits for
-position p come from hidden row p-1 (row 0 for p = 0); LLaDA's from row p.
+Model (both families): pre-norm decoder, full bidirectional attention (no mask; the
+block-causal masks are below), RMSNorm, half-split RoPE, GQA, SwiGLU MLP, LM head after the
+final RMSNorm. Dream's logits for position p come from hidden row p-1 (row 0 for p = 0);
+LLaDA's from row p.
+
+Block-causal attention and the per-step computed rows (docs/design/cached-decoding.md §1,
+§4; written from that specification, not from Mosaic's C++ code): config.json's
+"block_attention" (absent / null = full, "prompt", "absolute") becomes
+model.block_attention; key_end() is end(q) of §1 (a query at q reads keys [0, end(q))).
+forward_rows() computes only the rows [c0, c1) of a canvas: every layer's attention of a
+computed query reads its key range, the keys in [c0, c1) fresh from this call, the others
+from a per-sequence KVCache (per layer K after RoPE and V at absolute positions,
+[L, kv_dim]); the fresh K/V of [c0, c1) are written into the cache, replacing what was
+there. A cache starts as NaN, so a read of a row no step ever computed raises instead of
+passing silently.
+
+    cache = new_cache(model, len(ids))
+    ranges = key_ranges(model.block_attention, range(len(ids)), P, B, len(ids))
+    logits = forward_rows(model, ids, 0, len(ids), ranges, cache, rows)   # a full forward
 """
 
 import math
@@ -62,6 +78,7 @@ class Model:
     lm_head: np.ndarray     # [vocab, hidden]
     layers: list = field(default_factory=list)
     dtype: type = np.float64
+    block_attention: str = None   # None (full), "prompt", "absolute" (cached-decoding §1)
 
 
 # ----------------------------------------------------------------------------------------
@@ -91,6 +108,19 @@ def _reject_unsupported(config, fields):
         if key in config and config[key] is not None and config[key] not in supported:
             raise ValueError(f"config.json: {key} = {config[key]!r} is not supported by the "
                              f"reference (expected one of {supported})")
+
+
+BLOCK_ATTENTION_KINDS = ("prompt", "absolute")
+
+
+def block_attention_of(config):
+    """config.json "block_attention": None (absent / null: full attention), "prompt" or
+    "absolute" (cached-decoding.md §1); any other value is rejected."""
+    kind = config.get("block_attention")
+    if kind is not None and kind not in BLOCK_ATTENTION_KINDS:
+        raise ValueError(f"config.json: block_attention = {kind!r} is not supported by the "
+                         f"reference (expected absent, null, \"prompt\" or \"absolute\")")
+    return kind
 
 
 def hparams_from_config(config):
@@ -129,6 +159,7 @@ def hparams_from_config(config):
                   tied=bool(config.get("tie_word_embeddings", False)),
                   qkv_bias=True)
     hp["family"] = family
+    hp["block_attention"] = block_attention_of(config)
     if hp["hidden"] % hp["n_heads"] != 0:
         raise ValueError(f"config.json: hidden {hp['hidden']} not divisible by "
                          f"{hp['n_heads']} heads")
@@ -211,7 +242,7 @@ def build_model(config, tensors, dtype=np.float64):
                  n_kv_heads=nkv, head_dim=hd, ffn=F, vocab=lm_head.shape[0],
                  rope_theta=float(hp["rope_theta"]), eps=float(hp["eps"]), embed=embed,
                  final_norm=get(g["final_norm"], (H,)), lm_head=lm_head, layers=layers,
-                 dtype=dtype)
+                 dtype=dtype, block_attention=hp["block_attention"])
 
 
 def load_model(model_dir, dtype=np.float64):
@@ -319,3 +350,136 @@ def forward(model, ids, rows):
 def forward_batch(model, sequences):
     """Reference for a batch: [(ids, rows), ...] -> concatenated logits, one at a time."""
     return np.concatenate([forward(model, ids, rows) for ids, rows in sequences], axis=0)
+
+
+# ----------------------------------------------------------------------------------------
+# Block-causal masks and the cached forward (docs/design/cached-decoding.md §1, §4)
+# ----------------------------------------------------------------------------------------
+
+def key_end(kind, q, P, B, L):
+    """end(q) of cached-decoding.md §1 for queries q (int or array): keys [0, end(q)).
+
+    full (None): L; "prompt": P for q < P, else P + (floor((q - P) / B) + 1) * B;
+    "absolute": (floor(q / B) + 1) * B; capped at L."""
+    q = np.asarray(q, dtype=np.int64)
+    if kind is None:
+        end = np.full(q.shape, L, dtype=np.int64)
+    else:
+        if int(B) < 1:
+            raise ValueError(f"block-causal attention needs a block length >= 1, got {B}")
+        if kind == "prompt":
+            end = np.where(q < P, P, P + (np.maximum(q - P, 0) // B + 1) * B)
+        elif kind == "absolute":
+            end = (q // B + 1) * B
+        else:
+            raise ValueError(f"unknown block_attention {kind!r}")
+    return np.minimum(end, L)
+
+
+def key_ranges(kind, rows, P, B, L):
+    """[len(rows), 2] int64 key ranges [lo, hi) = [0, end(q)) of query rows (§1)."""
+    rows = np.asarray(list(rows), dtype=np.int64)
+    out = np.zeros((rows.size, 2), dtype=np.int64)
+    out[:, 1] = key_end(kind, rows, P, B, L)
+    return out
+
+
+@dataclass
+class KVCache:
+    """One sequence's cache: per layer K (after RoPE) and V at absolute positions,
+    [L, n_kv_heads * head_dim] each; NaN where no forward ever wrote."""
+    k: list
+    v: list
+
+
+def new_cache(model, length):
+    """An empty (all NaN) cache for a canvas of `length` positions."""
+    kv = model.n_kv_heads * model.head_dim
+    return KVCache(k=[np.full((length, kv), np.nan, dtype=model.dtype)
+                      for _ in model.layers],
+                   v=[np.full((length, kv), np.nan, dtype=model.dtype)
+                      for _ in model.layers])
+
+
+def attention_rows(model, layer, x, cos, sin, c0, c1, ranges, kc, vc):
+    """GQA attention of the computed rows [c0, c1) (x [c1 - c0, hidden], normed input).
+
+    The fresh K (after RoPE, at the rows' absolute positions) and V of [c0, c1) are written
+    into the layer's cache arrays kc, vc first; then each query reads keys [lo, hi) of its
+    range from them, so keys inside [c0, c1) are this call's and the others the cache's."""
+    n = c1 - c0
+    nq, nkv, hd = model.n_heads, model.n_kv_heads, model.head_dim
+    q = linear(x, layer.wq, layer.bq).reshape(n, nq, hd).transpose(1, 0, 2)   # [nq, n, hd]
+    k = linear(x, layer.wk, layer.bk).reshape(n, nkv, hd).transpose(1, 0, 2)  # [nkv, n, hd]
+    v = linear(x, layer.wv, layer.bv).reshape(n, nkv, hd).transpose(1, 0, 2)
+    q = apply_rope(q, cos, sin)
+    k = apply_rope(k, cos, sin)
+    kc[c0:c1] = k.transpose(1, 0, 2).reshape(n, nkv * hd)
+    vc[c0:c1] = v.transpose(1, 0, 2).reshape(n, nkv * hd)
+    kv_of_head = np.arange(nq) // (nq // nkv)
+    out = np.empty((nq, n, hd), dtype=x.dtype)
+    # Rows with the same key range (a block of a block-causal mask) go together.
+    for lo, hi in sorted({(int(a), int(b)) for a, b in ranges}):
+        sel = np.flatnonzero((ranges[:, 0] == lo) & (ranges[:, 1] == hi))
+        keys = kc[lo:hi].reshape(hi - lo, nkv, hd).transpose(1, 0, 2)[kv_of_head]
+        vals = vc[lo:hi].reshape(hi - lo, nkv, hd).transpose(1, 0, 2)[kv_of_head]
+        if not (np.all(np.isfinite(keys)) and np.all(np.isfinite(vals))):
+            bad = lo + int(np.flatnonzero(~np.all(np.isfinite(kc[lo:hi]), axis=1)
+                                          | ~np.all(np.isfinite(vc[lo:hi]), axis=1))[0])
+            raise ValueError(f"rows [{c0}, {c1}): key range [{lo}, {hi}) reads cache row "
+                             f"{bad}, which no forward has computed")
+        scores = q[:, sel] @ keys.transpose(0, 2, 1) / math.sqrt(hd)   # [nq, |sel|, m]
+        scores = scores - scores.max(axis=-1, keepdims=True)
+        p = np.exp(scores)
+        p = p / p.sum(axis=-1, keepdims=True)
+        out[:, sel] = p @ vals
+    return linear(out.transpose(1, 0, 2).reshape(n, nq * hd), layer.wo)
+
+
+def forward_rows(model, ids, c0, c1, ranges, cache, rows):
+    """Logits [len(rows), vocab] of canvas `ids`, computing only the rows [c0, c1).
+
+    ranges: [c1 - c0, 2] key ranges [lo, hi) of the computed rows (key_ranges()); cache: the
+    sequence's KVCache for len(ids) positions, read outside [c0, c1) and updated with the
+    fresh K/V of [c0, c1). rows: the positions whose logits are wanted; their source rows
+    (LLaDA q, Dream q - 1, row 0 for q = 0) must lie in [c0, c1). With c0 = 0, c1 = L and
+    full ranges this is forward() (up to float64 rounding)."""
+    ids = np.asarray(ids, dtype=np.int64)
+    if ids.ndim != 1 or ids.size == 0:
+        raise ValueError("ids must be a non-empty 1-D list of token ids")
+    if ids.min() < 0 or ids.max() >= model.embed.shape[0]:
+        raise ValueError(f"token id out of range [0, {model.embed.shape[0]})")
+    L = ids.size
+    c0, c1 = int(c0), int(c1)
+    if not 0 <= c0 < c1 <= L:
+        raise ValueError(f"computed rows [{c0}, {c1}) not a non-empty range of [0, {L})")
+    ranges = np.asarray(ranges, dtype=np.int64).reshape(-1, 2)
+    if ranges.shape[0] != c1 - c0:
+        raise ValueError(f"{ranges.shape[0]} key ranges for {c1 - c0} computed rows")
+    if np.any(ranges[:, 0] < 0) or np.any(ranges[:, 1] > L) or \
+            np.any(ranges[:, 0] >= ranges[:, 1]):
+        raise ValueError(f"key ranges must be non-empty ranges of [0, {L})")
+    kv = model.n_kv_heads * model.head_dim
+    if len(cache.k) != model.n_layers or any(a.shape != (L, kv) for a in cache.k + cache.v):
+        raise ValueError(f"the cache must hold {model.n_layers} layers of [{L}, {kv}]")
+    src = source_rows(model, rows, L)
+    if src.size and (src.min() < c0 or src.max() >= c1):
+        raise ValueError(f"logits rows {list(map(int, rows))} read hidden rows outside the "
+                         f"computed [{c0}, {c1})")
+    cos, sin = rope_cos_sin(c1, model.head_dim, model.rope_theta)
+    cos, sin = cos[c0:c1], sin[c0:c1]          # the rows' absolute positions
+    h = model.embed[ids[c0:c1]].astype(model.dtype)
+    for li, layer in enumerate(model.layers):
+        h = h + attention_rows(model, layer, rms_norm(h, layer.attn_norm, model.eps), cos,
+                               sin, c0, c1, ranges, cache.k[li], cache.v[li])
+        n = rms_norm(h, layer.ffn_norm, model.eps)
+        h = h + linear(silu(linear(n, layer.w_gate)) * linear(n, layer.w_up), layer.w_down)
+    h = rms_norm(h, model.final_norm, model.eps)
+    return linear(h[src - c0], model.lm_head)
+
+
+def forward_masked(model, ids, rows, P, B):
+    """A full forward (every row, an empty cache) under the model's own mask (§1)."""
+    L = len(ids)
+    ranges = key_ranges(model.block_attention, range(L), P, B, L)
+    return forward_rows(model, ids, 0, L, ranges, new_cache(model, L), rows)

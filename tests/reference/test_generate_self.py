@@ -650,12 +650,18 @@ if cmd == "make-test-model":
 buf = io.StringIO()
 with contextlib.redirect_stdout(buf):
     rc = generate_np.main(argv)
+if rc:
+    sys.exit(rc)
 out = json.loads(buf.getvalue())
 bug = os.environ.get("FAKE_GENERATE_BUG", "")
 if bug == "token":
     out["results"][-1]["output_ids"][-1] += 1
 elif bug == "steps":
     out["results"][0]["steps"] += 1
+elif bug == "forwards":
+    out["results"][-1]["forwards"] += 1
+elif bug == "cache":
+    out["results"][0]["cache"] = "none"
 print(json.dumps(out))
 sys.exit(rc)
 '''
