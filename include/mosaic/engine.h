@@ -77,6 +77,8 @@ struct GenerateResult {
   bool cancelled = false;
   std::vector<int64_t> tokens_per_step;
   double seconds = 0;
+  // The KV cache it decoded with: "none", "prefix", "dual" or "block" (docs/design/cached-decoding.md).
+  std::string cache = "none";
 };
 
 // After every step of every request; return false to cancel the generation.

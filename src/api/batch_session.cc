@@ -4,6 +4,7 @@
 
 #include "api/batch_session_impl.h"
 #include "core/error.h"
+#include "gen/generation_options.h"
 
 namespace mosaic {
 
@@ -11,17 +12,25 @@ BatchSession::BatchSession(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) 
 BatchSession::~BatchSession() = default;
 
 MemoryFit BatchSession::fit(int64_t prompt_tokens, const GenerationOptions& options) const {
-  StepBound bound = step_bound(impl_->config, prompt_tokens, impl_->engine.resolve_options(options));
+  const GenerationOptions resolved = impl_->engine.resolve_options(options);
+  validate_for_prompt(impl_->config, prompt_tokens, resolved);
+  const StepBound own = step_bound(impl_->config, prompt_tokens, resolved, impl_->memory.cache_page_rows());
+  StepBound bound = own;
   for (const auto& [id, request] : impl_->requests)
     if (!impl_->stepper.finished(id)) bound += request.bound;
-  return impl_->memory.fit(bound);
+  // The cache as it will be mapped: the pages held now (finished requests have given theirs
+  // back), the newcomer's taken from the free ones below the top first.
+  const KvCacheStats cache = impl_->runner.cache_stats();
+  const int64_t holes = cache.pages_mapped - cache.pages_used;
+  return impl_->memory.fit(bound, cache.pages_mapped + std::max<int64_t>(0, own.cache_pages - holes));
 }
 
 int64_t BatchSession::add(std::vector<int32_t> prompt_ids, const GenerationOptions& options) {
   if (prompt_ids.empty()) fail("the prompt is empty");
   Impl::Request request;
   request.options = impl_->engine.resolve_options(options);
-  request.bound = step_bound(impl_->config, static_cast<int64_t>(prompt_ids.size()), request.options);
+  request.bound = step_bound(impl_->config, static_cast<int64_t>(prompt_ids.size()), request.options,
+                             impl_->memory.cache_page_rows());
   const int64_t id = impl_->stepper.add({std::move(prompt_ids), request.options});
   impl_->requests.emplace(id, std::move(request));
   return id;
@@ -84,6 +93,7 @@ GenerateResult BatchSession::remove(int64_t id) {
   out.steps = g.steps, out.forwards = g.forwards, out.stopped_at_eos = g.stopped_at_eos;
   out.cancelled = !finished;
   out.tokens_per_step = g.tokens_per_step;
+  out.cache = std::string(cache_mode_name(g.cache));
   out.text = impl_->engine.decode(impl_->engine.answer_ids(out.output_ids, options));
   return out;
 }

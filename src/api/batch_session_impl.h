@@ -17,7 +17,8 @@ namespace mosaic {
 struct BatchSession::Impl {
   Impl(const Engine& engine, const ModelConfig& config, StepRunner& runner, std::mutex& engine_mutex,
        const StepMemoryModel& memory)
-      : engine(engine), config(config), engine_mutex(engine_mutex), memory(memory), stepper(config, runner) {}
+      : engine(engine), config(config), engine_mutex(engine_mutex), memory(memory), runner(runner),
+        stepper(config, runner) {}
 
   struct Request {
     GenerationOptions options;            // resolved
@@ -29,6 +30,7 @@ struct BatchSession::Impl {
   const ModelConfig& config;
   std::mutex& engine_mutex;               // steps take turns with Engine::generate and forward
   const StepMemoryModel& memory;
+  StepRunner& runner;
   BatchStepper stepper;
   std::map<int64_t, Request> requests;    // by id
 };

@@ -11,6 +11,7 @@
 #include "core/format_bytes.h"
 #include "exec/forward_batch.h"
 #include "exec/step_runner.h"
+#include "gen/generation_options.h"
 #include "gen/generator.h"
 #include "model/model_weights.h"
 #include "plan/step_planner.h"
@@ -144,6 +145,7 @@ std::vector<GenerateResult> Engine::generate(std::span<const GenerateRequest> re
     out.output_ids.assign(g.canvas.begin() + g.prompt_length, g.canvas.end());
     out.steps = g.steps, out.forwards = g.forwards, out.stopped_at_eos = g.stopped_at_eos;
     out.cancelled = g.cancelled, out.tokens_per_step = g.tokens_per_step, out.seconds = seconds;
+    out.cache = std::string(cache_mode_name(g.cache));
     out.text = decode(answer_ids(out.output_ids, resolved));
   }
   return results;
@@ -168,7 +170,9 @@ GenerationOptions Engine::resolve_options(const GenerationOptions& options) cons
 }
 
 MemoryFit Engine::fit(int64_t prompt_tokens, const GenerationOptions& options) const {
-  return impl_->memory->fit(step_bound(impl_->model->config(), prompt_tokens, resolve_options(options)));
+  GenerationOptions resolved = resolve_options(options);
+  validate_for_prompt(impl_->model->config(), prompt_tokens, resolved);
+  return impl_->memory->fit(step_bound(impl_->model->config(), prompt_tokens, resolved, impl_->memory->cache_page_rows()));
 }
 
 std::unique_ptr<BatchSession> Engine::start_batch() const {

@@ -29,9 +29,14 @@ class StepMemoryModel {
  public:
   StepMemoryModel(const ModelConfig& config, DeviceMemorySetup setup);
 
-  // Whether a step no larger than `bound` fits. bytes_needed: fixed bytes + the planned arena
-  // (when it fits) or + the floor with every op chunked as far as it goes (when it does not).
-  MemoryFit fit(const StepBound& bound) const;
+  // Whether a step no larger than `bound` fits, beside a KV cache of `cache_pages` pages (the
+  // pages the cache maps once the bound's requests hold theirs; by default the bound's own).
+  // bytes_needed: fixed bytes + the cache + the planned arena (when it fits) or + the floor with
+  // every op chunked as far as it goes (when it does not).
+  MemoryFit fit(const StepBound& bound) const { return fit(bound, bound.cache_pages); }
+  MemoryFit fit(const StepBound& bound, int64_t cache_pages) const;
+
+  int64_t cache_page_rows() const { return setup_.runner.cache_page_rows; }
 
   // Peak / average live bytes of the plan the runner used for a step of this shape and chunking.
   double par(int64_t tokens, int64_t candidates, bool logits, const ChunkConfig& chunks) const;
@@ -40,7 +45,7 @@ class StepMemoryModel {
   const ModelConfig& config_;
   DeviceMemorySetup setup_;
   mutable std::mutex mutex_;
-  mutable std::map<std::tuple<int64_t, int64_t, bool>, MemoryFit> fits_;
+  mutable std::map<std::tuple<int64_t, int64_t, bool, bool, uint64_t>, MemoryFit> fits_;
   mutable std::map<std::tuple<int64_t, int64_t, bool, int64_t, int64_t, int64_t, int64_t>, double> pars_;
 };
 

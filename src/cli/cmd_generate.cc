@@ -24,7 +24,7 @@ namespace {
 struct GenerateCliOptions {
   std::string model;
   std::vector<std::string> prompts, ids;
-  std::string prompt_file, budget, remasking = "low_confidence", alg = "origin", device = "auto";
+  std::string prompt_file, budget, remasking = "low_confidence", alg = "origin", device = "auto", cache = "auto";
   bool chat = false, json = false, visual = false, quiet = false, allow_long_context = false;
   GenerationOptions gen;
   double alg_temp = -1, top_p = -1, threshold = -1, factor = -1;
@@ -75,6 +75,10 @@ int run_generate(GenerateCliOptions& o) {
   GenerationOptions& gen = o.gen;
   const auto remasking = o.remasking == "random" ? Remasking::random : Remasking::low_confidence;
   gen.remasking = remasking;
+  gen.cache = o.cache == "none"     ? CacheMode::none
+              : o.cache == "prefix" ? CacheMode::prefix
+              : o.cache == "dual"   ? CacheMode::dual
+                                    : CacheMode::automatic;
   if (o.alg == "maskgit_plus") gen.alg = DreamAlg::maskgit_plus;
   else if (o.alg == "topk_margin") gen.alg = DreamAlg::topk_margin;
   else if (o.alg == "entropy") gen.alg = DreamAlg::entropy;
@@ -126,6 +130,7 @@ int run_generate(GenerateCliOptions& o) {
     for (const GenerateResult& r : results)
       report["results"].push_back({{"prompt_ids", r.prompt_ids}, {"output_ids", r.output_ids},
                                    {"text", r.text}, {"steps", r.steps}, {"forwards", r.forwards},
+                                   {"cache", r.cache},
                                    {"stopped_at_eos", r.stopped_at_eos},
                                    {"tokens_per_step", r.tokens_per_step}, {"seconds", r.seconds}});
     std::puts(report.dump(2).c_str());
@@ -157,7 +162,11 @@ Action register_generate(CLI::App& app) {
   c->add_flag("--chat", o->chat, "Wrap the prompt in the model's chat format");
   c->add_option("--gen-length", g.gen_length, "Tokens to generate")->default_val(128);
   c->add_option("--steps", g.steps, "Denoising steps")->default_val(128);
-  c->add_option("--block-length", g.block_length, "LLaDA: semi-autoregressive block (default: gen-length)");
+  c->add_option("--block-length", g.block_length,
+                "Semi-autoregressive block (LLaDA default: gen-length; Dream: decode in blocks)");
+  c->add_option("--cache", o->cache,
+                "KV cache: auto (block-causal models: their exact block cache; else none) | none | prefix | dual")
+      ->check(CLI::IsMember({"auto", "none", "prefix", "dual"}));
   c->add_option("--temperature", g.temperature, "Sampling temperature (0: greedy)")->default_val(0.0);
   c->add_option("--seed", g.seed, "Random seed")->default_val(0);
   c->add_option("--remasking", o->remasking, "LLaDA: low_confidence | random")

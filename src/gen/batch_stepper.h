@@ -53,17 +53,22 @@ struct GenerationResult {
   bool stopped_at_eos = false;
   bool cancelled = false;
   std::vector<int64_t> tokens_per_step;
+  CacheMode cache = CacheMode::none;  // the KV cache it decoded with
 };
 
-// What one step() ran: the packed forward's shape (zero sequences when no request needed one)
-// and the runner's memory figures for it.
+// What one step() ran: the packed forwards' shape (zero sequences when no request needed one)
+// and the runner's memory figures for them (a step runs the requests without a KV cache and
+// those with one in two forwards: the figures are the larger of the two).
 struct BatchStepSummary {
   int64_t requests = 0;            // unfinished requests that took the step
   int64_t sequences = 0, tokens = 0, candidates = 0;
   int64_t committed = 0;           // positions unmasked, over all requests
+  int64_t forwards = 0;            // forwards run (0, 1, or 2 when cached and uncached requests mix)
   bool kept_logits = false;
+  bool cached = false;             // the last forward was a cached step
   ChunkConfig chunks;
   uint64_t planned_peak = 0, lower_bound = 0, arena_bytes = 0;
+  uint64_t cache_bytes = 0;        // KV cache of the step's sequences (in planned_peak, lower_bound)
 };
 
 // Called once per unfinished request after its step, in id order. The spans are valid during
@@ -98,8 +103,12 @@ class BatchStepper {
     std::unique_ptr<SequenceDecoder> decoder;
     std::vector<int64_t> tokens_per_step;
     uint64_t canvas_id = 0;  // its canvas on the runner (SequenceRows::canvas_id)
+    // Its KV caches on the runner (SequenceRows::cache_id; 0: none): the canvas's, and under CFG
+    // the unconditional canvas's. Held from add() until the request finishes or leaves.
+    uint64_t cache_id = 0, unconditional_cache_id = 0;
   };
   const Member& member(int64_t id) const;
+  void release(Member& member);  // its canvas and caches on the runner
 
   const ModelConfig& config_;
   StepRunner& runner_;

@@ -162,6 +162,10 @@ std::vector<Case> llada_cases() {
   add({5, 6, 7, 8}, [](GenerationOptions& o) { o.cfg_scale = 1.5, o.temperature = 1.0; });
   add({9, 10}, [](GenerationOptions& o) { o.threshold = 0.2, o.steps = 16, o.block_length = 8; });
   add({12, 13, 14}, [](GenerationOptions& o) { o.factor = 1.0, o.steps = 16, o.seed = 9; });
+  // With a KV cache: these share steps with the others in a cached step of their own.
+  add({15, 16, 17}, [](GenerationOptions& o) { o.cache = CacheMode::prefix, o.block_length = 4; });
+  add({18, 19}, [](GenerationOptions& o) { o.cache = CacheMode::dual, o.block_length = 8, o.temperature = 0.9; });
+  add({20}, [](GenerationOptions& o) { o.cache = CacheMode::dual, o.threshold = 0.2, o.steps = 16, o.block_length = 4; });
   return cases;
 }
 
@@ -178,6 +182,9 @@ std::vector<Case> dream_cases() {
   add({9, 8, 7, 6}, [](GenerationOptions& o) { o.alg = DreamAlg::topk_margin, o.top_k = 20, o.temperature = 1.0; });
   add({2}, [](GenerationOptions& o) { o.alg = DreamAlg::maskgit_plus, o.top_p = 0.9, o.temperature = 0.8; });
   add({5, 5, 5}, [](GenerationOptions& o) { o.threshold = 0.1, o.steps = 12; });
+  add({6, 7}, [](GenerationOptions& o) { o.block_length = 4, o.alg = DreamAlg::entropy; });  // blocks, no cache
+  add({8, 9, 10}, [](GenerationOptions& o) { o.cache = CacheMode::dual, o.block_length = 6, o.alg = DreamAlg::maskgit_plus; });
+  add({11}, [](GenerationOptions& o) { o.cache = CacheMode::prefix, o.threshold = 0.1, o.steps = 12, o.block_length = 4; });
   return cases;
 }
 
@@ -236,6 +243,39 @@ TEST_P(BatchStepperTest, LateJoinersAndSharedStepsChangeNoToken) {
   }
 }
 
+// A cached request holds its pages from add() to its end, and gives them back when it finishes
+// or leaves; one the budget cannot hold is refused and leaves the batch as it was.
+TEST_P(BatchStepperTest, CachePagesAreHeldToTheEndAndGivenBack) {
+  GenerationOptions cached;
+  cached.gen_length = 12, cached.steps = 6, cached.block_length = 6, cached.cache = CacheMode::dual;
+  BatchStepper stepper(config(), *runner_);
+  const int64_t a = stepper.add({{1, 2, 3, 4, 5}, cached});  // 17 positions: 2 pages of 16
+  const int64_t b = stepper.add({{1, 2, 3}, cached});        // 15: 1 page
+  EXPECT_EQ(runner_->cache_stats().pages_used, 3);
+  EXPECT_EQ(runner_->cache_stats().sequences, 2);
+  stepper.remove(b);
+  EXPECT_EQ(runner_->cache_stats().pages_used, 2);
+  while (!stepper.finished(a)) stepper.step();
+  EXPECT_EQ(runner_->cache_stats().pages_used, 0);  // finished: nothing held, even before remove
+  EXPECT_EQ(runner_->cache_stats().bytes, 0u);
+
+  // A runner whose budget holds one such cache and no more (beside a small arena).
+  const uint64_t page_bytes = runner_->cache_stats().page_bytes;
+  CpuStepRunner tight(*model_, 2 * page_bytes + page_bytes / 2);
+  BatchStepper small(config(), tight);
+  const int64_t first = small.add({{1, 2, 3, 4, 5}, cached});
+  try {
+    small.add({{6, 7, 8, 9, 10}, cached});
+    ADD_FAILURE() << "a cache past the budget was reserved";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("KV cache of a sequence of 17 positions needs 2 pages"), std::string::npos)
+        << error.what();
+  }
+  EXPECT_EQ(small.size(), 1);
+  EXPECT_EQ(tight.cache_stats().pages_used, 2);
+  EXPECT_TRUE(small.contains(first));
+}
+
 TEST_P(BatchStepperTest, GenerateOfTheWholeBatchEqualsEachAlone) {
   std::vector<GenerationRequest> requests;
   for (const Case& c : cases_) requests.push_back({c.prompt, c.options});
@@ -250,13 +290,21 @@ TEST_P(BatchStepperTest, StepsNeverExceedTheSummedBounds) {
   for (const Case& c : cases_) {
     GenerationOptions validated = c.options;
     validate_generation_options(config(), validated);
-    bound += step_bound(config(), static_cast<int64_t>(c.prompt.size()), validated);
+    bound += step_bound(config(), static_cast<int64_t>(c.prompt.size()), validated, CpuStepRunner::kCpuCachePageRows);
     stepper.add({c.prompt, c.options});
   }
-  while (stepper.unfinished() > 0) stepper.step();
+  // A step runs the requests with a cache and those without in two forwards: sum them.
+  std::vector<StepBound> steps;
+  while (stepper.unfinished() > 0) {
+    const size_t before = recorder.shapes.size();
+    stepper.step();
+    StepBound step;
+    for (size_t i = before; i < recorder.shapes.size(); ++i) step += recorder.shapes[i];
+    steps.push_back(step);
+  }
   ASSERT_FALSE(recorder.shapes.empty());
   bool first_step_reached_bound = false;
-  for (const StepBound& shape : recorder.shapes) {
+  for (const StepBound& shape : steps) {
     EXPECT_LE(shape.tokens, bound.tokens);
     EXPECT_LE(shape.candidates, bound.candidates);
     EXPECT_TRUE(!shape.logits || bound.logits);

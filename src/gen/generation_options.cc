@@ -32,6 +32,87 @@ std::optional<DreamAlg> parse_dream_alg(std::string_view name) {
   return std::nullopt;
 }
 
+std::string_view cache_mode_name(CacheMode mode) {
+  switch (mode) {
+    case CacheMode::automatic: return "auto";
+    case CacheMode::none: return "none";
+    case CacheMode::prefix: return "prefix";
+    case CacheMode::dual: return "dual";
+    case CacheMode::block: return "block";
+  }
+  return "?";
+}
+
+std::optional<CacheMode> parse_cache_mode(std::string_view name) {
+  for (CacheMode mode : {CacheMode::automatic, CacheMode::none, CacheMode::prefix, CacheMode::dual})
+    if (cache_mode_name(mode) == name) return mode;
+  return std::nullopt;
+}
+
+namespace {
+
+// The mode a request decodes with (cached-decoding.md §3).
+CacheMode resolve_cache_mode(const ModelConfig& config, const GenerationOptions& o) {
+  const bool block_causal = config.block_attention != BlockAttention::none;
+  switch (o.cache) {
+    case CacheMode::automatic: return block_causal ? CacheMode::block : CacheMode::none;
+    case CacheMode::none: return CacheMode::none;
+    case CacheMode::block:
+      if (!block_causal) fail("cache block is the exact cache of block-causal models; this model attends fully (use prefix or dual)");
+      return CacheMode::block;
+    case CacheMode::prefix:
+    case CacheMode::dual:
+      if (block_causal)
+        fail("cache {}: the model is block-causal (block_attention \"{}\") and decodes with its exact block cache "
+             "(cache auto); prefix and dual are approximations for full-attention models",
+             cache_mode_name(o.cache), block_attention_name(config.block_attention));
+      if (o.cfg_scale > 0)
+        fail("cache {} cannot run cfg_scale {}: the unconditional canvas has no cache (use cache none)",
+             cache_mode_name(o.cache), o.cfg_scale);
+      return o.cache;
+  }
+  fail("unknown cache mode");
+}
+
+bool by_rule(const GenerationOptions& o) { return o.threshold.has_value() || o.factor.has_value(); }
+
+// Blocks of B over a generation of G that do not depend on the prompt (all but absolute ones).
+void check_blocks(const ModelConfig& config, GenerationOptions& o, bool dream) {
+  if (o.block_length == 0) o.block_length = o.gen_length;
+  if (o.block_length < 1) fail("block_length must be at least 1, got {}", o.block_length);
+  if (config.block_attention == BlockAttention::absolute) return;  // validate_for_prompt
+  if (o.block_length > o.gen_length)
+    fail("block_length {} must be between 1 and gen_length {}", o.block_length, o.gen_length);
+  if (o.gen_length % o.block_length != 0)
+    fail("gen_length {} is not a multiple of block_length {}", o.gen_length, o.block_length);
+  const int64_t blocks = o.gen_length / o.block_length;
+  if (!by_rule(o) && o.steps % blocks != 0)
+    fail("steps {} is not divisible by the number of blocks {} (gen_length / block_length)", o.steps, blocks);
+  if (dream && !by_rule(o) && o.steps / blocks < 2)
+    fail("steps {} over {} blocks: Dream's block decoding needs at least 2 steps per block", o.steps, blocks);
+}
+
+}  // namespace
+
+bool decodes_in_blocks(const ModelConfig& config, const GenerationOptions& options) {
+  return config.family != Family::dream || options.block_length > 0;
+}
+
+BlockLayout block_layout(const ModelConfig& config, int64_t prompt_length, const GenerationOptions& options) {
+  return {config.block_attention, prompt_length, options.block_length, prompt_length + options.gen_length};
+}
+
+void validate_for_prompt(const ModelConfig& config, int64_t prompt_length, const GenerationOptions& o) {
+  if (config.block_attention != BlockAttention::absolute || !decodes_in_blocks(config, o)) return;
+  const int64_t length = prompt_length + o.gen_length, block = o.block_length;
+  const int64_t blocks = (length + block - 1) / block - prompt_length / block;
+  if (!by_rule(o) && o.steps % blocks != 0)
+    fail("steps {} is not divisible by the {} blocks of {} the generation meets (positions {} to {} on a grid from 0)",
+         o.steps, blocks, block, prompt_length, length);
+  if (config.family == Family::dream && !by_rule(o) && o.steps / blocks < 2)
+    fail("steps {} over {} blocks: Dream's block decoding needs at least 2 steps per block", o.steps, blocks);
+}
+
 void validate_generation_options(const ModelConfig& config, GenerationOptions& o) {
   if (o.gen_length < 1) fail("gen_length must be at least 1, got {}", o.gen_length);
   if (o.steps < 1) fail("steps must be at least 1, got {}", o.steps);
@@ -43,16 +124,20 @@ void validate_generation_options(const ModelConfig& config, GenerationOptions& o
   if (o.factor && !(*o.factor > 0)) fail("factor must be > 0, got {}", *o.factor);
   if (o.eos_id < 0) o.eos_id = config.eos_token_id;
   if (o.eot_id >= config.vocab) fail("eot id {} is outside the vocabulary of {} tokens", o.eot_id, config.vocab);
+  if (!(o.cfg_scale >= 0) || !std::isfinite(o.cfg_scale)) fail("cfg_scale must be >= 0, got {}", o.cfg_scale);
+  o.cache = resolve_cache_mode(config, o);
 
   if (config.family == Family::dream) {
     if (o.cfg_scale != 0) fail("cfg_scale applies to LLaDA models, not Dream");
     if (o.remasking != Remasking::low_confidence) fail("remasking applies to LLaDA models, not Dream (use alg)");
     if (o.logits_eos_inf || o.confidence_eos_eot_inf)
       fail("logits_eos_inf / confidence_eos_eot_inf apply to LLaDA models, not Dream");
-    if (o.block_length != 0 && o.block_length != o.gen_length)
-      fail("block_length applies to LLaDA models; Dream decodes the whole canvas");
-    o.block_length = o.gen_length;
     if (!(o.eps > 0 && o.eps < 1)) fail("eps must be in (0, 1), got {}", o.eps);
+    // Fast-dLLM's block decoding (cached-decoding.md §2): asked for, or needed by a cache; the
+    // whole canvas otherwise (block_length 0).
+    if (o.block_length < 0) fail("block_length must be at least 1, got {}", o.block_length);
+    if (o.block_length != 0 || o.cache != CacheMode::none || config.block_attention != BlockAttention::none)
+      check_blocks(config, o, true);
     if (o.top_p && !(*o.top_p > 0 && *o.top_p <= 1)) fail("top_p must be in (0, 1], got {}", *o.top_p);
     if (o.top_k && *o.top_k < 1) fail("top_k must be at least 1, got {}", *o.top_k);
     if (o.alg_temp && !(*o.alg_temp >= 0)) fail("alg_temp must be >= 0, got {}", *o.alg_temp);
@@ -63,15 +148,7 @@ void validate_generation_options(const ModelConfig& config, GenerationOptions& o
   // LLaDA (and LLaDA-MoE once supported).
   if (o.alg != DreamAlg::origin || o.alg_temp || o.top_p || o.top_k || o.eps != 1e-3)
     fail("alg, alg_temp, top_p, top_k and eps apply to Dream models, not LLaDA");
-  if (o.block_length == 0) o.block_length = o.gen_length;
-  if (o.block_length < 1 || o.block_length > o.gen_length)
-    fail("block_length {} must be between 1 and gen_length {}", o.block_length, o.gen_length);
-  if (o.gen_length % o.block_length != 0)
-    fail("gen_length {} is not a multiple of block_length {}", o.gen_length, o.block_length);
-  const int64_t blocks = o.gen_length / o.block_length;
-  if (!o.threshold && !o.factor && o.steps % blocks != 0)
-    fail("steps {} is not divisible by the number of blocks {} (gen_length / block_length)", o.steps, blocks);
-  if (!(o.cfg_scale >= 0) || !std::isfinite(o.cfg_scale)) fail("cfg_scale must be >= 0, got {}", o.cfg_scale);
+  check_blocks(config, o, false);
   if (o.remasking == Remasking::random && (o.threshold || o.factor))
     fail("threshold / factor decoding ranks by confidence; it cannot use remasking=random");
 }

@@ -16,11 +16,25 @@ std::string_view remasking_name(Remasking remasking);
 std::string_view dream_alg_name(DreamAlg alg);
 std::optional<Remasking> parse_remasking(std::string_view name);
 std::optional<DreamAlg> parse_dream_alg(std::string_view name);
+std::string_view cache_mode_name(CacheMode mode);  // "auto", "none", "prefix", "dual", "block"
+// The modes a request may ask for: auto, none, prefix, dual.
+std::optional<CacheMode> parse_cache_mode(std::string_view name);
 
 // Checks the options against the family and fills what depends on the model (block length,
-// eos). Throws mosaic::Error naming the option: steps not divisible by blocks, a block longer
-// than the generation, an option of the other family set away from its default, out-of-range
-// values.
+// eos, the cache mode used). Throws mosaic::Error naming the option: steps not divisible by
+// blocks, a block longer than the generation, an option of the other family set away from its
+// default, out-of-range values, a cache mode the model cannot use.
 void validate_generation_options(const ModelConfig& config, GenerationOptions& options);
+
+// What depends on the prompt as well (BlockAttention::absolute: the number of blocks is that of
+// the grid blocks the generation meets). `options` must have passed validate_generation_options.
+void validate_for_prompt(const ModelConfig& config, int64_t prompt_length, const GenerationOptions& options);
+
+// Whether a request with these (validated) options decodes in blocks: every LLaDA request, and
+// Dream with a block length, a cache, or a block-causal model (cached-decoding.md §2).
+bool decodes_in_blocks(const ModelConfig& config, const GenerationOptions& options);
+
+// The request's block layout for a prompt of `prompt_length` tokens (kind: the model's).
+BlockLayout block_layout(const ModelConfig& config, int64_t prompt_length, const GenerationOptions& options);
 
 }  // namespace mosaic

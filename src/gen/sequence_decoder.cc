@@ -15,11 +15,13 @@ SequenceDecoder::SequenceDecoder(const ModelConfig& config, std::vector<int32_t>
   prompt_length_ = static_cast<int64_t>(canvas_.size());
   mask_ = static_cast<int32_t>(config.mask_token_id);
   canvas_.resize(static_cast<size_t>(prompt_length_ + options_.gen_length), mask_);
-  if (config.family == Family::dream) {
-    timesteps_ = dream_timesteps(options_.steps, options_.eps);
-  } else {
-    steps_per_block_ = options_.steps / (options_.gen_length / options_.block_length);
+  layout_ = block_layout(config, prompt_length_, options_);
+  if (decodes_in_blocks(config, options_)) {
+    blocks_ = decoding_blocks(layout_);
+    steps_per_block_ = options_.steps / static_cast<int64_t>(blocks_.size());
   }
+  if (config.family == Family::dream)
+    timesteps_ = dream_timesteps(dream_blocks() ? std::max<int64_t>(steps_per_block_, 1) : options_.steps, options_.eps);
 }
 
 int64_t SequenceDecoder::masked() const {
@@ -70,7 +72,9 @@ const DecoderStep& SequenceDecoder::prepare() {
   MOSAIC_ASSERT(!finished_, "prepare() on a finished sequence");
   next_ = DecoderStep{};
   quota_ = -1;
-  if (config_.family == Family::dream) prepare_dream();
+  commit_all_ = false;
+  if (dream_blocks()) prepare_dream_block();
+  else if (config_.family == Family::dream) prepare_dream();
   else prepare_llada();
   for (const int32_t position : next_.candidates) next_.sampling.push_back(sampling_for(position));
   if (config_.family == Family::dream && (options_.top_p || options_.top_k)) {
@@ -82,12 +86,45 @@ const DecoderStep& SequenceDecoder::prepare() {
     next_.unconditional_canvas = canvas_;
     std::fill(next_.unconditional_canvas.begin(), next_.unconditional_canvas.begin() + prompt_length_, mask_);
   }
+  prepare_rows();
   return next_;
 }
 
+void SequenceDecoder::prepare_rows() {
+  next_.layout = layout_;
+  if (next_.candidates.empty() || options_.cache == CacheMode::none) return;
+  const int64_t length = static_cast<int64_t>(canvas_.size());
+  const DecodingBlock& b = block();
+  next_.cached = true;
+  switch (options_.cache) {
+    case CacheMode::prefix:  // the refresh computes everything, later steps the block and after
+      next_.begin = block_forwarded_ ? b.begin : 0, next_.end = length;
+      break;
+    case CacheMode::dual:  // the refresh computes everything, later steps the block
+      next_.begin = block_forwarded_ ? b.begin : 0, next_.end = block_forwarded_ ? b.end : length;
+      break;
+    case CacheMode::block:  // what is not final yet, up to the block's end
+      next_.begin = final_until_, next_.end = b.end;
+      break;
+    default: MOSAIC_ASSERT(false, "cache mode {}", cache_mode_name(options_.cache));
+  }
+  // Every row a candidate reads must be computed (Dream reads position p from row p - 1).
+  for (const int32_t p : next_.candidates)
+    next_.begin = std::min<int64_t>(next_.begin, config_.shifted_logits() ? std::max(p - 1, 0) : p);
+}
+
+void SequenceDecoder::after_forward() {
+  ++forwards_;
+  if (blocks_.empty()) return;
+  block_forwarded_ = true;
+  // Everything before the attention block holding the active block is final now: its start
+  // (an absolute grid block also holding the prompt's tail starts before the decoding block).
+  const int64_t begin = block().begin;
+  final_until_ = layout_.kind == BlockAttention::absolute ? begin / layout_.block * layout_.block : begin;
+}
+
 void SequenceDecoder::prepare_llada() {
-  const int64_t begin = prompt_length_ + block_ * options_.block_length;
-  const std::vector<int32_t> masked = masked_in(begin, begin + options_.block_length);
+  const std::vector<int32_t> masked = masked_in(block().begin, block().end);
   if (step_in_block_ == 0) block_masked_at_start_ = static_cast<int64_t>(masked.size());
   if (decoding_by_rule()) {
     next_.candidates = masked;
@@ -106,6 +143,31 @@ void SequenceDecoder::prepare_llada() {
   for (const size_t index : top_k_positions(ranked, quota_)) next_.candidates.push_back(ranked[index].position);
   std::sort(next_.candidates.begin(), next_.candidates.end());
   quota_ = -1;  // every candidate is unmasked
+}
+
+// Fast-dLLM's block decoding (cached-decoding.md §2): the block's first position alone at its
+// first step, then the rule or the block-local schedule over the block's masks.
+void SequenceDecoder::prepare_dream_block() {
+  const DecodingBlock& b = block();
+  const std::vector<int32_t> masked = masked_in(b.begin, b.end);
+  if (step_in_block_ == 0 && canvas_[static_cast<size_t>(b.begin)] == mask_) {
+    next_.candidates = {static_cast<int32_t>(b.begin)};
+    commit_all_ = true;  // unmasked whatever its confidence and the rule
+    return;
+  }
+  if (decoding_by_rule()) {
+    next_.candidates = masked;
+    return;
+  }
+  if (options_.alg == DreamAlg::origin) {
+    const float p = dream_transfer_probability(timesteps_, step_in_block_);
+    for (const int32_t q : masked)
+      if (rng_uniform(options_.seed, RngStream::transfer, 0, uint32_t(q), uint32_t(step_)) < p)
+        next_.candidates.push_back(q);
+    return;  // every candidate is unmasked
+  }
+  quota_ = dream_transfer_count(static_cast<int64_t>(masked.size()), timesteps_, step_in_block_);
+  if (quota_ > 0) next_.candidates = masked;
 }
 
 void SequenceDecoder::prepare_dream() {
@@ -135,7 +197,7 @@ void SequenceDecoder::commit(const float* stats) {
   const std::vector<int32_t>& candidates = next_.candidates;
   if (!candidates.empty()) {
     MOSAIC_ASSERT(stats != nullptr, "a step with candidates needs the head's output");
-    ++forwards_;
+    after_forward();
     const ConfidenceKind kind = confidence_kind();
     std::vector<int32_t> tokens;
     std::vector<double> confidences;
@@ -151,7 +213,8 @@ void SequenceDecoder::commit(const float* stats) {
       ranked.push_back({candidates[i], score});
     }
     std::vector<size_t> chosen;
-    if (options_.threshold) chosen = threshold_positions(ranked, *options_.threshold);
+    if (commit_all_) for (size_t i = 0; i < candidates.size(); ++i) chosen.push_back(i);
+    else if (options_.threshold) chosen = threshold_positions(ranked, *options_.threshold);
     else if (options_.factor) chosen = factor_positions(ranked, *options_.factor);
     else if (quota_ >= 0) chosen = top_k_positions(ranked, quota_);
     else for (size_t i = 0; i < candidates.size(); ++i) chosen.push_back(i);
@@ -161,9 +224,15 @@ void SequenceDecoder::commit(const float* stats) {
 }
 
 std::optional<CommitRule> SequenceDecoder::device_commit_rule() const {
-  if (next_.candidates.empty() || next_.needs_logits || options_.factor) return std::nullopt;
+  if (next_.candidates.empty() || next_.needs_logits) return std::nullopt;
   CommitRule rule;
   rule.confidence = confidence_kind();
+  if (commit_all_) {  // the Dream block's first position, whatever the rule
+    rule.selection = CommitSelection::top_k;
+    rule.k = static_cast<int64_t>(next_.candidates.size());
+    return rule;
+  }
+  if (options_.factor) return std::nullopt;
   if (options_.threshold) {
     rule.selection = CommitSelection::threshold;
     rule.threshold = *options_.threshold;
@@ -180,7 +249,7 @@ void SequenceDecoder::commit_from_device(std::span<const CommittedRow> rows) {
   committed_confidence_.clear();
   MOSAIC_ASSERT(!next_.candidates.empty() && rows.size() == next_.candidates.size(),
                 "a device commit has one row per candidate");
-  ++forwards_;
+  after_forward();
   std::vector<size_t> chosen;
   std::vector<int32_t> tokens;
   std::vector<double> confidences;
@@ -206,17 +275,19 @@ void SequenceDecoder::unmask(std::vector<size_t> chosen, std::span<const int32_t
 
 void SequenceDecoder::advance() {
   ++step_;
-  if (config_.family == Family::dream) {
+  if (blocks_.empty()) {  // Dream over the whole canvas
     finished_ = masked() == 0 || step_ >= options_.steps;
   } else {
-    const int64_t begin = prompt_length_ + block_ * options_.block_length;
-    const bool block_done = masked_in(begin, begin + options_.block_length).empty();
+    const bool block_done = masked_in(block().begin, block().end).empty();
     ++step_in_block_;
-    if (decoding_by_rule() ? block_done : step_in_block_ >= steps_per_block_) {
+    // A LLaDA block runs its steps (a rule: until it is done); a Dream block ends when it is done.
+    const bool next = decoding_by_rule() || dream_blocks() ? block_done : step_in_block_ >= steps_per_block_;
+    if (next || (dream_blocks() && !decoding_by_rule() && step_in_block_ >= steps_per_block_)) {
       ++block_;
       step_in_block_ = 0;
+      block_forwarded_ = false;
     }
-    finished_ = block_ >= options_.gen_length / options_.block_length ||
+    finished_ = block_ >= static_cast<int64_t>(blocks_.size()) ||
                 (decoding_by_rule() && step_ >= options_.steps);  // rules: steps bounds the total
   }
   if (options_.stop_at_eos && !finished_) check_eos();

@@ -24,6 +24,11 @@ struct DecoderStep {
   bool needs_logits = false;                  // top-p / top-k filter or CFG
   RowFilter filter;
   std::vector<int32_t> unconditional_canvas;  // CFG: the canvas with the prompt masked
+  // A cached step (docs/design/cached-decoding.md §4): the forward computes only positions
+  // [begin, end) against the request's KV cache. Not cached: every position, no cache.
+  bool cached = false;
+  int64_t begin = 0, end = 0;
+  BlockLayout layout;                         // how the canvas's queries see keys
 };
 
 class SequenceDecoder {
@@ -32,6 +37,9 @@ class SequenceDecoder {
   SequenceDecoder(const ModelConfig& config, std::vector<int32_t> prompt, GenerationOptions options);
 
   bool finished() const { return finished_; }
+  // Whether the request decodes with a KV cache (it holds one from its first step to its end).
+  bool uses_cache() const { return options_.cache != CacheMode::none; }
+  CacheMode cache_mode() const { return options_.cache; }
   const std::vector<int32_t>& canvas() const { return canvas_; }
   int64_t prompt_length() const { return prompt_length_; }
   int64_t steps_taken() const { return step_; }
@@ -62,6 +70,9 @@ class SequenceDecoder {
  private:
   void prepare_llada();
   void prepare_dream();
+  void prepare_dream_block();
+  void prepare_rows();  // the forward's computed rows, once the candidates are known
+  const DecodingBlock& block() const { return blocks_[static_cast<size_t>(block_)]; }
   std::vector<int32_t> masked_in(int64_t begin, int64_t end) const;
   HeadRowSampling sampling_for(int32_t position) const;
   ConfidenceKind confidence_kind() const;
@@ -71,6 +82,8 @@ class SequenceDecoder {
   void advance();
   void check_eos();
   bool decoding_by_rule() const { return options_.threshold.has_value() || options_.factor.has_value(); }
+  bool dream_blocks() const { return config_.family == Family::dream && decodes_in_blocks(config_, options_); }
+  void after_forward();  // the cache's state after a step that ran a forward
 
   const ModelConfig& config_;
   GenerationOptions options_;
@@ -80,13 +93,20 @@ class SequenceDecoder {
   int64_t step_ = 0;      // steps taken (the RNG's step address)
   int64_t forwards_ = 0;  // steps that ran a forward
   bool finished_ = false, stopped_at_eos_ = false;
-  // LLaDA blocks
+  // Blocks (LLaDA; Dream when it decodes in blocks)
+  BlockLayout layout_;
+  std::vector<DecodingBlock> blocks_;
   int64_t block_ = 0, step_in_block_ = 0, steps_per_block_ = 0, block_masked_at_start_ = 0;
-  // Dream schedule
+  // Dream schedule: of the whole canvas, or of one block (block decoding)
   std::vector<float> timesteps_;
+  // The KV cache: whether the active block has run a forward yet (prefix / dual refresh at its
+  // first), and where the positions not yet computed from final tokens start (block mode).
+  bool block_forwarded_ = false;
+  int64_t final_until_ = 0;
   // the prepared step
   DecoderStep next_;
   int64_t quota_ = -1;            // positions to unmask this step (-1: every candidate / by rule)
+  bool commit_all_ = false;       // every candidate is unmasked, whatever the rule
   std::vector<int32_t> committed_;
   std::vector<float> committed_confidence_;
 };

@@ -12,17 +12,23 @@
 namespace mosaic {
 
 struct StepBound {
-  int64_t tokens = 0;      // canvas tokens (a CFG request runs its canvas twice)
+  int64_t tokens = 0;      // rows computed (a CFG request runs its canvas twice; a cached step's
+                           // refresh computes its whole canvas)
   int64_t candidates = 0;  // rows whose prediction is computed
   bool logits = false;     // the step materialises logits (top-p / top-k, CFG) for the whole batch
+  bool cached = false;     // some request decodes with a KV cache (its steps are cached steps)
+  int64_t cache_pages = 0; // KV cache pages the requests hold from their first step to their end
 
   StepBound& operator+=(const StepBound& other) {
     tokens += other.tokens, candidates += other.candidates, logits = logits || other.logits;
+    cached = cached || other.cached, cache_pages += other.cache_pages;
     return *this;
   }
 };
 
-// `options` must have passed validate_generation_options for `config`.
-StepBound step_bound(const ModelConfig& config, int64_t prompt_tokens, const GenerationOptions& options);
+// `options` must have passed validate_generation_options for `config`; `cache_page_rows`: the
+// positions a KV cache page of the runner holds.
+StepBound step_bound(const ModelConfig& config, int64_t prompt_tokens, const GenerationOptions& options,
+                     int64_t cache_page_rows);
 
 }  // namespace mosaic
