@@ -34,6 +34,10 @@ struct BatchStep {
   uint64_t planned_peak = 0, lower_bound = 0, arena_bytes = 0;
   double par = 0;
   double seconds = 0;
+  // The KV cache after the step (docs/design/kv-cache.md): pages held by requests, pages a new
+  // request could still take under the budget (-1: no budget), and the bytes it holds.
+  int64_t cache_pages_used = 0, cache_pages_free = -1;
+  uint64_t cache_bytes = 0;
 };
 
 class BatchSession {

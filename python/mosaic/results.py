@@ -21,6 +21,7 @@ class GenerationResult:
     stopped_at_eos: bool
     cancelled: bool
     activation_peak_bytes: int   # largest planned activation peak of a step it took part in
+    cache: str = "none"          # the KV cache it decoded with: none, prefix, dual or block
 
     def to_dict(self):
         return dataclasses.asdict(self)

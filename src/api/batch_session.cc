@@ -68,6 +68,8 @@ BatchStep BatchSession::step() {
   out.arena_bytes = summary.arena_bytes;
   if (summary.sequences > 0)
     out.par = impl_->memory.par(summary.tokens, summary.candidates, summary.kept_logits, summary.chunks);
+  const KvCacheStats cache = impl_->runner.cache_stats();
+  out.cache_pages_used = cache.pages_used, out.cache_pages_free = cache.pages_free, out.cache_bytes = cache.bytes;
   return out;
 }
 

@@ -19,7 +19,8 @@ namespace mosaic::cli {
 namespace {
 
 struct ServeCliOptions {
-  std::string model, model_name, budget, device = "auto", batching = "continuous", batch_timeout = "auto";
+  std::string model, model_name, budget, device = "auto", batching = "continuous", batch_timeout = "auto",
+      cache = "auto";
   serve::ServeOptions serve;
   int64_t gen_length = 128, steps = 0;
 };
@@ -42,6 +43,10 @@ int run_serve(ServeCliOptions& o) {
   if (s.scheduler.mode == serve::BatchingMode::continuous && o.batch_timeout != "auto")
     fail("--batch-timeout applies to --batching fixed");
   s.limits.default_gen_length = o.gen_length;
+  s.limits.default_cache = o.cache == "none"     ? CacheMode::none
+                           : o.cache == "prefix" ? CacheMode::prefix
+                           : o.cache == "dual"   ? CacheMode::dual
+                                                 : CacheMode::automatic;
   if (o.steps > 0) s.limits.default_steps = o.steps;
   if (o.gen_length > s.limits.max_gen_length)
     fail("--gen-length {} exceeds --max-gen-length {}", o.gen_length, s.limits.max_gen_length);
@@ -100,6 +105,10 @@ Action register_serve(CLI::App& app) {
   c->add_option("--max-gen-length", s.limits.max_gen_length, "Largest gen_length / max_tokens accepted")
       ->default_val(4096)
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  c->add_option("--cache", o->cache,
+                "KV cache of requests that do not say: auto (block-causal models: their exact block cache; "
+                "else none) | none | prefix | dual")
+      ->check(CLI::IsMember({"auto", "none", "prefix", "dual"}));
   c->add_option("--budget", o->budget, "Memory for weights + activations, e.g. 24GiB (GPU default: 90% of it)");
   c->add_option("--device", o->device, "auto | cpu | cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   c->add_flag("--allow-long-context", s.allow_long_context, "Accept requests beyond the model's trained context");

@@ -43,6 +43,7 @@ py::dict result_dict(const GenerateResult& result, uint64_t activation_peak) {
   d["tokens_per_step"] = result.tokens_per_step;
   d["stopped_at_eos"] = result.stopped_at_eos;
   d["cancelled"] = result.cancelled;
+  d["cache"] = result.cache;
   d["activation_peak_bytes"] = activation_peak;
   return d;
 }

@@ -110,6 +110,10 @@ const std::vector<std::pair<std::string, Setter>>& setters() {
       {"eps", [](auto& o, auto& n, auto& v) { o.eps = as_float(n, v); }},
       {"threshold", [](auto& o, auto& n, auto& v) { o.threshold = as_optional_float(n, v); }},
       {"factor", [](auto& o, auto& n, auto& v) { o.factor = as_optional_float(n, v); }},
+      {"cache", [](auto& o, auto& n, auto& v) {
+         o.cache = as_choice<CacheMode>(n, v, {{"auto", CacheMode::automatic}, {"none", CacheMode::none},
+                                               {"prefix", CacheMode::prefix}, {"dual", CacheMode::dual}});
+       }},
       {"stop_at_eos", [](auto& o, auto& n, auto& v) { o.stop_at_eos = as_bool(n, v); }},
       {"eos_id", [](auto& o, auto& n, auto& v) { o.eos_id = v.is_none() ? -1 : as_int(n, v); }},
       {"eot_id", [](auto& o, auto& n, auto& v) { o.eot_id = v.is_none() ? -1 : as_int(n, v); }},

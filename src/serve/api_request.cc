@@ -201,6 +201,14 @@ void read_options(const Fields& fields, Endpoint endpoint, const RequestLimits& 
   o.threshold = fields.number("threshold", 0, 1);
   o.factor = fields.number("factor", 0, 1e6);
   o.stop_at_eos = fields.boolean("stop_at_eos").value_or(false);
+  o.cache = limits.default_cache;
+  if (const auto cache = fields.string("cache")) {
+    if (*cache == "auto") o.cache = CacheMode::automatic;
+    else if (*cache == "none") o.cache = CacheMode::none;
+    else if (*cache == "prefix") o.cache = CacheMode::prefix;
+    else if (*cache == "dual") o.cache = CacheMode::dual;
+    else bad_request("cache", "'cache' must be auto, none, prefix or dual, got \"{}\"", *cache);
+  }
 }
 
 }  // namespace

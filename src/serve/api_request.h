@@ -37,6 +37,7 @@ struct RequestLimits {
   int64_t max_gen_length = 4096;
   int64_t max_steps = 65536;
   int64_t vocab = 0;                     // token ids must lie in [0, vocab)
+  CacheMode default_cache = CacheMode::automatic;  // a request without "cache" (serve --cache)
 };
 
 // Throws ApiError (400) naming the field at fault.

@@ -178,7 +178,12 @@ void HttpServer::handle_generation(Endpoint endpoint, const httplib::Request& ht
       bad_request(endpoint == Endpoint::generate ? "gen_length" : "max_tokens",
                   "the prompt ({} tokens) + {} generated = {} tokens exceeds the model's context of {} tokens",
                   prompt_tokens, options.gen_length, prompt_tokens + options.gen_length, context);
-    const MemoryFit fit = engine_.fit(prompt_tokens, options);
+    MemoryFit fit;
+    try {
+      fit = engine_.fit(prompt_tokens, options);  // also what depends on the prompt (absolute blocks)
+    } catch (const Error& error) {
+      bad_request("", "{}", error.what());
+    }
     if (!fit.fits)
       throw ApiError(400, "invalid_request_error",
                      fmt::format("the request ({} prompt + {} generated tokens) needs {} bytes of memory at its "

@@ -18,6 +18,7 @@ ordered_json mosaic_fields(const Answer& answer) {
   const RequestRecord& record = *answer.record;
   return {{"steps", r.steps},
           {"nfe", r.forwards},
+          {"cache", r.cache},
           {"tokens_per_step", r.tokens_per_step},
           {"stopped_at_eos", r.stopped_at_eos},
           {"queue_seconds", record.queue_s},

@@ -61,6 +61,8 @@ void ServeMetrics::step(const BatchStep& step, int64_t requests_in_step, Clock::
     planned_peak_ = step.planned_peak;
     par_ = step.par;
   }
+  cache_pages_used_ = step.cache_pages_used, cache_pages_free_ = step.cache_pages_free;
+  cache_bytes_ = step.cache_bytes;
   recent_tokens_.emplace_back(now, step.committed);
   while (!recent_tokens_.empty() && now - recent_tokens_.front().first > kTokenRateWindow) recent_tokens_.pop_front();
 }
@@ -119,6 +121,14 @@ std::string ServeMetrics::render() const {
   out.sample("mosaic_tokens_per_second", window_s > 0 ? window_tokens / window_s : 0);
   out.family("mosaic_arena_mapped_bytes", "gauge", "Activation arena bytes after the latest step.");
   out.sample("mosaic_arena_mapped_bytes", static_cast<double>(arena_bytes_));
+  out.family("mosaic_kv_cache_pages_used", "gauge", "KV cache pages held by requests after the latest step.");
+  out.sample("mosaic_kv_cache_pages_used", static_cast<double>(cache_pages_used_));
+  if (cache_pages_free_ >= 0) {
+    out.family("mosaic_kv_cache_pages_free", "gauge", "KV cache pages a new request could still take under the budget.");
+    out.sample("mosaic_kv_cache_pages_free", static_cast<double>(cache_pages_free_));
+  }
+  out.family("mosaic_kv_cache_bytes", "gauge", "Memory the KV cache holds after the latest step.");
+  out.sample("mosaic_kv_cache_bytes", static_cast<double>(cache_bytes_));
   out.family("mosaic_planned_peak_bytes", "gauge", "Planned activation peak of the latest step.");
   out.sample("mosaic_planned_peak_bytes", static_cast<double>(planned_peak_));
   out.family("mosaic_step_par", "gauge", "Planned peak / average live bytes (PAR) of the latest step.");

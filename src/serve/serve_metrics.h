@@ -53,6 +53,8 @@ class ServeMetrics {
   int64_t queued_ = 0, running_ = 0;
   uint64_t steps_ = 0, committed_tokens_ = 0, request_steps_ = 0, answer_tokens_ = 0;
   uint64_t arena_bytes_ = 0, planned_peak_ = 0;
+  int64_t cache_pages_used_ = 0, cache_pages_free_ = -1;
+  uint64_t cache_bytes_ = 0;
   double par_ = 0;
   double arrival_rate_ = 0, batch_timeout_s_ = 0;
   int64_t batch_fill_ = 0;

@@ -30,6 +30,12 @@ AGREEMENT_CASES = {
                         dict(chat=True, gen_length=8, steps=4, temperature=0.9, seed=4)),
     "dream_text_eos": ("dream_text", ["on the shelf"], ["--gen-length", 8, "--steps", 8, "--stop-at-eos"],
                        dict(gen_length=8, steps=8, stop_at_eos=True)),
+    "llada_dual_cache": ("llada", [[5, 6, 7], [8, 9]],
+                         ["--gen-length", 16, "--steps", 16, "--block-length", 4, "--cache", "dual"],
+                         dict(gen_length=16, steps=16, block_length=4, cache="dual")),
+    "dream_prefix_cache": ("dream", [[5, 6, 7]], ["--gen-length", 8, "--steps", 8, "--block-length", 4,
+                                                  "--cache", "prefix", "--alg", "entropy"],
+                           dict(gen_length=8, steps=8, block_length=4, cache="prefix", alg="entropy")),
 }
 
 
@@ -44,7 +50,8 @@ def test_agrees_with_the_cli(case, models, engines, cli):
     results = engines[model].generate(prompts, **keywords)
     assert len(results) == len(expected)
     for got, want in zip(results, expected):
-        for field in ("prompt_ids", "output_ids", "text", "steps", "forwards", "stopped_at_eos", "tokens_per_step"):
+        for field in ("prompt_ids", "output_ids", "text", "steps", "forwards", "stopped_at_eos", "tokens_per_step",
+                      "cache"):
             assert getattr(got, field) == want[field], field
 
 
@@ -94,6 +101,8 @@ def test_text_and_ids_prompts_agree(engines):
     (dict(alg="entropy"), mosaic.Error, "apply to Dream models, not LLaDA"),
     (dict(temperature=-1), mosaic.Error, "temperature must be a finite number >= 0"),
     (dict(threshold=0.5, factor=1.0), mosaic.Error, "either threshold or factor"),
+    (dict(cache="prefix", cfg_scale=1.0), mosaic.Error, "cache prefix cannot run cfg_scale 1"),
+    (dict(cache="fast"), ValueError, "cache must be one of"),
 ])
 def test_bad_sampling_options(engines, keywords, error, fragment):
     with pytest.raises(error) as raised:

@@ -205,6 +205,33 @@ class Endpoints(unittest.TestCase):
             self.assertEqual(answer["output_ids"], solo[i], f"request {i}")
         self.assertGreater(max(a["largest_batch"] for a in answers), 1, "the requests shared steps")
 
+    def test_cached_requests_among_others_get_their_solo_answers(self):
+        bodies = [completion(f"cached prompt {i}", max_tokens=16, steps=16, block_length=4, seed=i,
+                             cache=["dual", "prefix", "none", "auto"][i % 4], temperature=0.5 * (i % 2))
+                  for i in range(8)]
+        solo = [SERVER.post("/v1/completions", b)[2]["mosaic"] for b in bodies]
+        for i, answer in enumerate(solo):
+            self.assertEqual(answer["cache"], ["dual", "prefix", "none", "none"][i % 4], f"request {i}")
+        answers = [None] * len(bodies)
+
+        def send(i):
+            answers[i] = SERVER.post("/v1/completions", bodies[i])[2]["mosaic"]
+
+        threads = [threading.Thread(target=send, args=(i,)) for i in range(len(bodies))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for i, answer in enumerate(answers):
+            self.assertEqual(answer["output_ids"], solo[i]["output_ids"], f"request {i}")
+        # A cached answer is `mosaic generate --cache`'s, and every page came back.
+        want = harness.generate_cli(MOSAIC, LLADA, "cached prompt 0", gen_length=16, steps=16, block_length=4,
+                                    cache="dual", seed=0)
+        self.assertEqual(solo[0]["output_ids"], want["output_ids"])
+        metrics = SERVER.metrics()
+        self.assertEqual(metrics["mosaic_kv_cache_pages_used"], 0)
+        self.assertIn("mosaic_kv_cache_bytes", metrics)
+
     def test_metrics(self):
         SERVER.post("/v1/completions", completion("count me"))
         metrics = SERVER.metrics()
@@ -253,6 +280,10 @@ class Errors(unittest.TestCase):
         assert_error(self, status, body, 400, fragment="apply to Dream models")
         status, _, body = SERVER.post("/v1/completions", completion("x", max_tokens=16, block_length=5))
         assert_error(self, status, body, 400, fragment="not a multiple of block_length")
+        status, _, body = SERVER.post("/v1/completions", completion("x", cache="fast"))
+        assert_error(self, status, body, 400, param="cache", fragment="auto, none, prefix or dual")
+        status, _, body = SERVER.post("/v1/completions", completion("x", cache="dual", cfg_scale=1.5))
+        assert_error(self, status, body, 400, fragment="cache dual cannot run cfg_scale")
         status, _, body = SERVER.post("/v1/completions", completion("x" * 4000, max_tokens=512, steps=8))
         assert_error(self, status, body, 400, param="max_tokens", fragment="exceeds the model's context")
 
