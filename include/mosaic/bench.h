@@ -15,6 +15,7 @@ namespace mosaic {
 
 struct StepBenchmark {
   int64_t length = 0, masked = 0;
+  bool cached = false;                  // a dual-cache step: only the masked rows computed
   double temperature = 0;
   std::vector<double> step_ms;          // each timed step, wall clock, in order
   std::vector<double> host_ms;          // of which the host was busy (pack, plan, launch)
@@ -23,9 +24,11 @@ struct StepBenchmark {
   bool last_layer_candidates_only = true;  // the last layer's query side ran on the candidates only
   std::string chunks;                   // chunk counts the budget led to ("1,1,1,1": none)
   uint64_t planned_peak = 0, lower_bound = 0, average_live = 0, arena_bytes = 0;
+  uint64_t cache_bytes = 0;             // the KV cache of the step's sequence (in the figures above)
   uint64_t weight_bytes = 0;            // device bytes of the weights
   double par() const { return average_live ? double(planned_peak) / double(average_live) : 0; }
-  double inflation() const { return lower_bound ? double(arena_bytes) / double(lower_bound) : 0; }
+  // Mapped memory (arena and the step's cache) over the lower bound, which counts the cache too.
+  double inflation() const { return lower_bound ? double(arena_bytes + cache_bytes) / double(lower_bound) : 0; }
 };
 
 // FLOPs of one step of `config` at total length `length` with `candidates` head rows: 2 per
@@ -35,6 +38,10 @@ struct StepBenchmark {
 double step_flops(int64_t hidden, int64_t layers, int64_t heads, int64_t kv_heads, int64_t head_dim,
                   int64_t ffn, int64_t vocab, int64_t length, int64_t candidates,
                   bool last_layer_candidates_only = true);
+// The same for a cached step that computes `rows` rows (every one a candidate) against `keys`
+// keys: every layer's projections and MLP over the rows, attention of the rows over the keys.
+double cached_step_flops(int64_t hidden, int64_t layers, int64_t heads, int64_t kv_heads, int64_t head_dim,
+                         int64_t ffn, int64_t vocab, int64_t keys, int64_t rows);
 
 // A model loaded for timing steps on the backend EngineOptions choose (the GPU when visible).
 //
@@ -53,6 +60,11 @@ class StepBench {
   // when the step does not fit the budget.
   StepBenchmark run(int64_t length, int64_t masked, double temperature, int warmup, int repeats,
                     uint64_t seed = 0);
+  // The same canvas, but each timed step is a dual-cache step (docs/design/cached-decoding.md):
+  // one untimed full step fills the KV cache, then every step computes only the `masked` rows
+  // at the end against it (a semi-autoregressive block against its context).
+  StepBenchmark run_cached(int64_t length, int64_t masked, double temperature, int warmup, int repeats,
+                           uint64_t seed = 0);
 
  private:
   struct Impl;

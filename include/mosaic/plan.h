@@ -19,6 +19,10 @@ struct PlanRequest {
   std::string model;                 // "llada-8b", "dream-7b", or a model folder (config.json)
   std::vector<int64_t> lengths;      // tokens per sequence of the batch
   std::vector<int64_t> candidates;   // rows whose prediction is wanted, per sequence
+  // A cached step (docs/design/kv-cache.md), when given: per sequence, the rows it computes — the
+  // last ones of the sequence — against a KV cache holding the K/V of all its positions. The
+  // candidates must lie among them. Empty: the full step (every row computed, no cache).
+  std::vector<int64_t> cached_rows;
   // "cuda": bf16 activations, 2 MiB pages, a 64 MiB workspace reserve (cuBLASLt and small
   // buffers); "cpu": fp32 activations, 64 KiB granules, no workspace.
   std::string device = "cuda";
@@ -54,9 +58,13 @@ struct PlanReport {
   std::string weight_dtype;
   int64_t tokens = 0, candidates = 0, sequences = 0;
   uint64_t activation_peak = 0;    // planned arena bytes
+  // A cached step's KV cache: the pages of its sequences (resident, beside the arena) and the
+  // memory the cache maps for them. Lower bound, average, PAR and inflation count it.
+  uint64_t cache_bytes = 0, cache_mapped_bytes = 0;
+  int64_t cache_page_rows = 0;
   uint64_t lower_bound = 0;        // max over ops of live bytes
   uint64_t average_live = 0;       // mean over ops of live bytes
-  double par = 0, inflation = 0;   // peak / average, peak / lower bound
+  double par = 0, inflation = 0;   // (cache + peak) / average, (cache + peak) / lower bound
   int64_t tensor_count = 0, op_count = 0;
   double planning_ms = 0;
   int64_t peak_op = 0;
@@ -80,7 +88,7 @@ struct PlanReport {
   int64_t chunk_probes = 0;
   double chunk_search_ms = 0;
   std::vector<std::string> chunk_steps;  // "ffn -> 2 (peak 16.0 GiB)"
-  uint64_t total_bytes() const { return weight_bytes + workspace_bytes + mapped_bytes; }
+  uint64_t total_bytes() const { return weight_bytes + workspace_bytes + cache_mapped_bytes + mapped_bytes; }
 };
 
 // Throws mosaic::Error for an unknown preset, an unreadable config, an impossible shape, or a

@@ -38,6 +38,8 @@ struct Setup {
   GraphOptions options;
   PlannerKind planner = PlannerKind::best;
   uint64_t workspace = 0, granule = 1;
+  int64_t cache_page_rows = 16;  // the runners' KV cache pages (exec/step_runner.h)
+  uint64_t cache_granule = 1;    // the unit each of the cache's 2 x layers regions maps
   DType weight_dtype = DType::bf16;
   uint64_t weight_bytes = 0;
 };
@@ -50,6 +52,7 @@ Setup setup_for(const PlanRequest& request) {
   if (request.device == "cuda") {
     s.workspace = kCudaWorkspaceReserveBytes;
     s.granule = uint64_t{2} << 20;
+    s.cache_page_rows = 128, s.cache_granule = s.granule;
     if (activations.empty()) activations = "bf16";
   } else if (request.device == "cpu") {
     s.granule = uint64_t{64} << 10;
@@ -93,19 +96,33 @@ std::string op_name(const Graph& graph, const GraphOp& op) {
   return name;
 }
 
-// Activation bytes left once weights and workspace are set aside; fails when there are none.
-uint64_t activation_budget(const Setup& s, uint64_t budget) {
-  if (s.weight_bytes + s.workspace >= budget)
-    fail("the weights ({}) and workspace ({}) alone exceed the budget of {}", gib(s.weight_bytes),
-         gib(s.workspace), gib(budget));
-  return budget - s.weight_bytes - s.workspace;
+// What the KV cache maps for a cached step's sequences: each of its 2 x layers regions holds
+// their pages in whole granules.
+uint64_t cache_mapped(const Setup& s, const Graph& graph) {
+  if (!graph.cached() || graph.resident_bytes() == 0) return 0;
+  const uint64_t regions = static_cast<uint64_t>(2 * s.config.layers);
+  const uint64_t region = graph.resident_bytes() / regions;
+  return (region + s.cache_granule - 1) / s.cache_granule * s.cache_granule * regions;
 }
 
-ChunkSearchResult search(const Setup& s, const StepShape& shape, uint64_t budget) {
+// Activation bytes left once weights, workspace and a KV cache of `cache` bytes are set aside;
+// fails when there are none.
+uint64_t activation_budget(const Setup& s, uint64_t budget, uint64_t cache = 0) {
+  if (s.weight_bytes + s.workspace + cache >= budget) {
+    if (cache == 0)
+      fail("the weights ({}) and workspace ({}) alone exceed the budget of {}", gib(s.weight_bytes),
+           gib(s.workspace), gib(budget));
+    fail("the weights ({}), workspace ({}) and KV cache ({}) alone exceed the budget of {}", gib(s.weight_bytes),
+         gib(s.workspace), gib(cache), gib(budget));
+  }
+  return budget - s.weight_bytes - s.workspace - cache;
+}
+
+ChunkSearchResult search(const Setup& s, const StepShape& shape, uint64_t budget, uint64_t cache = 0) {
   ChunkSearchRequest request;
   request.shape = shape;
   request.options = s.options;
-  request.activation_budget = activation_budget(s, budget);
+  request.activation_budget = activation_budget(s, budget, cache);
   request.granule = s.granule;
   return search_chunks(s.config, request);
 }
@@ -124,9 +141,14 @@ PlanReport report_for(const PlanRequest& request, const Setup& s, const PlannedS
   report.tokens = graph.tokens, report.candidates = graph.candidates;
   report.activation_peak = step.memory.planned_peak;
   report.mapped_bytes = (step.memory.planned_peak + s.granule - 1) / s.granule * s.granule;
-  report.lower_bound = step.memory.lower_bound;
-  report.average_live = step.memory.average_live;
-  report.par = step.memory.par(), report.inflation = step.memory.inflation();
+  // The figures of everything the step touches: the cache's pages are live at every op.
+  const StepMemory memory = with_resident(step.memory, graph.resident_bytes());
+  report.cache_bytes = memory.resident;
+  report.cache_mapped_bytes = cache_mapped(s, graph);
+  report.cache_page_rows = graph.cached() ? graph.kv_page_rows : 0;
+  report.lower_bound = memory.lower_bound;
+  report.average_live = memory.average_live;
+  report.par = memory.par(), report.inflation = memory.inflation();
   report.tensor_count = static_cast<int64_t>(graph.tensors.size());
   report.op_count = graph.op_count();
   report.planning_ms = planning_ms;
@@ -146,9 +168,12 @@ PlanReport report_for(const PlanRequest& request, const Setup& s, const PlannedS
   for (size_t t = 0; t < graph.tensors.size(); ++t) {
     const GraphTensor& tensor = graph.tensors[t];
     const size_t k = static_cast<size_t>(tensor.category);
-    delta[tensor.first_op][k] += static_cast<int64_t>(tensor.bytes());
-    delta[tensor.last_op + 1][k] -= static_cast<int64_t>(tensor.bytes());
-    if (tensor.first_op <= report.peak_op && report.peak_op <= tensor.last_op) {
+    // A resident tensor (the KV cache) is live from before the step to after it.
+    const int32_t first = tensor.resident ? 0 : tensor.first_op;
+    const int32_t last = tensor.resident ? graph.op_count() - 1 : tensor.last_op;
+    delta[first][k] += static_cast<int64_t>(tensor.bytes());
+    delta[last + 1][k] -= static_cast<int64_t>(tensor.bytes());
+    if (first <= report.peak_op && report.peak_op <= last) {
       at_peak[k] += tensor.bytes();
       report.largest_at_peak.push_back({graph.tensor_name(static_cast<int32_t>(t)),
                                         report.categories[k], tensor.bytes()});
@@ -171,11 +196,44 @@ PlanReport report_for(const PlanRequest& request, const Setup& s, const PlannedS
   return report;
 }
 
+
+// The step's shape: the full step, or with cached rows the cached step of the last rows of each
+// sequence against a KV cache holding it all (the pages numbered in order, sequence after sequence).
+StepShape shape_for(const PlanRequest& request, const Setup& s) {
+  StepShape shape{request.lengths, request.candidates};
+  if (request.cached_rows.empty()) return shape;
+  if (request.cached_rows.size() != request.lengths.size())
+    fail("{} cached row counts for {} sequences", request.cached_rows.size(), request.lengths.size());
+  shape.page_rows = s.cache_page_rows;
+  int32_t page = 0;
+  for (size_t i = 0; i < request.lengths.size(); ++i) {
+    const int64_t length = request.lengths[i], rows = request.cached_rows[i];
+    if (rows < 1 || rows > length)
+      fail("sequence {}: {} cached rows for {} tokens (need 1 <= rows <= L)", i, rows, length);
+    if (i < request.candidates.size() && request.candidates[i] > rows)
+      fail("sequence {}: {} candidate rows among {} computed ones", i, request.candidates[i], rows);
+    CachedSequence view{length - rows, length, {}};
+    for (int64_t p = 0; p < length; p += s.cache_page_rows) view.pages.push_back(page++);
+    shape.cached.push_back(std::move(view));
+    shape.lengths[i] = rows;
+  }
+  return shape;
+}
+
+// The KV cache a cached step's shape holds (its sequences' pages), as the planner counts it.
+uint64_t cache_bytes_of(const Setup& s, const StepShape& shape) {
+  uint64_t pages = 0;
+  for (const CachedSequence& view : shape.cached) pages += view.pages.size();
+  const uint64_t region = pages * static_cast<uint64_t>(shape.page_rows * s.config.kv_dim()) * dtype_size(s.options.activations);
+  const uint64_t granule = s.cache_granule;
+  return (region + granule - 1) / granule * granule * static_cast<uint64_t>(2 * s.config.layers);
+}
+
 }  // namespace
 
 PlanReport plan_step(const PlanRequest& request) {
   const Setup s = setup_for(request);
-  const StepShape shape{request.lengths, request.candidates};
+  const StepShape shape = shape_for(request, s);
   const auto start = Clock::now();
   if (!request.budget) {
     const ChunkConfig chunks{request.qkv_chunks, request.attention_chunks, request.ffn_chunks,
@@ -186,13 +244,14 @@ PlanReport plan_step(const PlanRequest& request) {
     return report;
   }
   instantiate_step_graph(s.config, shape, {}, s.options);  // shape errors before budget errors
-  ChunkSearchResult result = search(s, shape, *request.budget);
+  const uint64_t cache = cache_bytes_of(s, shape);
+  ChunkSearchResult result = search(s, shape, *request.budget, cache);
   const double search_ms = ms_since(start);
-  const uint64_t total_floor = s.weight_bytes + s.workspace + result.floor;
+  const uint64_t total_floor = s.weight_bytes + s.workspace + cache + result.floor;
   if (!result.fits && total_floor > *request.budget)
-    fail("at L = {} tokens the step needs at least {} ({} weights + {} workspace + {} activations "
+    fail("at L = {} tokens the step needs at least {} ({} weights + {} workspace + {} KV cache + {} activations "
          "with every op chunked as far as it goes); the budget is {}",
-         shape.tokens(), gib(total_floor), gib(s.weight_bytes), gib(s.workspace), gib(result.floor),
+         shape.tokens(), gib(total_floor), gib(s.weight_bytes), gib(s.workspace), gib(cache), gib(result.floor),
          gib(*request.budget));
   if (!result.fits)  // the floor fits, the placement does not
     fail("at L = {} tokens the step does not fit the budget of {}: chunked as far as it goes its "

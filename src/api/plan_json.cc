@@ -16,6 +16,11 @@ nlohmann::ordered_json report_document(const PlanReport& r, bool with_timeline) 
   j["tokens"] = r.tokens;
   j["candidates"] = r.candidates;
   j["activation_peak_bytes"] = r.activation_peak;
+  if (r.cache_page_rows > 0) {
+    j["kv_cache_bytes"] = r.cache_bytes;
+    j["kv_cache_mapped_bytes"] = r.cache_mapped_bytes;
+    j["kv_cache_page_rows"] = r.cache_page_rows;
+  }
   j["lower_bound_bytes"] = r.lower_bound;
   j["average_live_bytes"] = r.average_live;
   j["par"] = r.par;

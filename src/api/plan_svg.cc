@@ -12,8 +12,20 @@ namespace {
 
 constexpr double kWidth = 1100, kHeight = 520;
 constexpr double kLeft = 80, kRight = 190, kTop = 50, kBottom = 60;
-constexpr const char* kColors[] = {"#9e9e9e", "#4e79a7", "#a0cbe8", "#f28e2b",
-                                   "#e15759", "#76b7b2", "#59a14f", "#b07aa1"};
+constexpr const char* kColors[] = {"#9e9e9e", "#4e79a7", "#a0cbe8", "#f28e2b", "#e15759",
+                                   "#76b7b2", "#59a14f", "#b07aa1", "#edc948"};
+constexpr size_t kColorCount = sizeof(kColors) / sizeof(kColors[0]);
+
+// The order categories are stacked in, bottom first: the resident KV cache under everything the
+// step allocates, then the rest in category order.
+std::vector<size_t> stacking_order(const PlanReport& report) {
+  std::vector<size_t> order;
+  for (size_t k = 0; k < report.categories.size(); ++k)
+    if (report.categories[k] == "kv_cache") order.push_back(k);
+  for (size_t k = 0; k < report.categories.size(); ++k)
+    if (report.categories[k] != "kv_cache") order.push_back(k);
+  return order;
+}
 
 std::string human_bytes(double bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -39,7 +51,10 @@ std::string plan_timeline_svg(const PlanReport& report) {
   const size_t ops = report.timeline.size();
   const size_t categories = report.categories.size();
   const double plot_w = kWidth - kLeft - kRight, plot_h = kHeight - kTop - kBottom;
-  const double top_bytes = std::max<double>(1.0, double(report.activation_peak) * 1.08);
+  // The planned peak of everything the step touches: a cached step's KV cache under the arena.
+  const double peak = double(report.cache_bytes + report.activation_peak);
+  const double top_bytes = std::max<double>(1.0, peak * 1.08);
+  const std::vector<size_t> order = stacking_order(report);
   auto x = [&](double op) { return kLeft + plot_w * op / std::max<double>(1.0, double(ops)); };
   auto y = [&](double bytes) { return kTop + plot_h * (1.0 - bytes / top_bytes); };
 
@@ -50,9 +65,10 @@ std::string plan_timeline_svg(const PlanReport& report) {
       kWidth, kHeight);
   svg += fmt::format(
       "<text x=\"{}\" y=\"22\" font-size=\"15\" font-weight=\"bold\">{}: {} tokens, {} candidates"
-      " — planned peak {}, lower bound {}, PAR {:.2f}</text>\n",
-      kLeft, escape(report.model), report.tokens, report.candidates,
-      human_bytes(double(report.activation_peak)), human_bytes(double(report.lower_bound)), report.par);
+      " — planned peak {}{}, lower bound {}, PAR {:.2f}</text>\n",
+      kLeft, escape(report.model), report.tokens, report.candidates, human_bytes(peak),
+      report.cache_bytes > 0 ? fmt::format(" ({} of it KV cache)", human_bytes(double(report.cache_bytes))) : "",
+      human_bytes(double(report.lower_bound)), report.par);
 
   // Axes and grid.
   svg += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"black\"/>\n", kLeft, kTop, kTop + plot_h);
@@ -73,7 +89,7 @@ std::string plan_timeline_svg(const PlanReport& report) {
   // Stacked areas, bottom category first: each band is the polygon between its lower and upper
   // cumulative curves, drawn as steps (the live set is constant during an op).
   std::vector<double> lower(ops, 0.0);
-  for (size_t k = 0; k < categories; ++k) {
+  for (const size_t k : order) {
     std::vector<double> upper(ops);
     bool any = false;
     for (size_t op = 0; op < ops; ++op) {
@@ -86,7 +102,7 @@ std::string plan_timeline_svg(const PlanReport& report) {
         points += fmt::format("{:.1f},{:.1f} {:.1f},{:.1f} ", x(op), y(upper[op]), x(op + 1), y(upper[op]));
       for (size_t op = ops; op-- > 0;)
         points += fmt::format("{:.1f},{:.1f} {:.1f},{:.1f} ", x(op + 1), y(lower[op]), x(op), y(lower[op]));
-      svg += fmt::format("<polygon points=\"{}\" fill=\"{}\" stroke=\"none\"/>\n", points, kColors[k % 8]);
+      svg += fmt::format("<polygon points=\"{}\" fill=\"{}\" stroke=\"none\"/>\n", points, kColors[k % kColorCount]);
     }
     lower = std::move(upper);
   }
@@ -98,9 +114,7 @@ std::string plan_timeline_svg(const PlanReport& report) {
   // The planned peak, the lower bound and where it is reached.
   svg += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"black\" "
                      "stroke-dasharray=\"6,4\"/>\n<text x=\"{}\" y=\"{:.1f}\">planned peak {}</text>\n",
-                     kLeft, y(double(report.activation_peak)), kLeft + plot_w, y(double(report.activation_peak)),
-                     kLeft + plot_w + 6, y(double(report.activation_peak)) + 4,
-                     human_bytes(double(report.activation_peak)));
+                     kLeft, y(peak), kLeft + plot_w, y(peak), kLeft + plot_w + 6, y(peak) + 4, human_bytes(peak));
   const double peak_x = x(report.peak_op + 0.5);
   const char* anchor = peak_x < kLeft + plot_w * 0.25 ? "start" : peak_x > kLeft + plot_w * 0.75 ? "end" : "middle";
   svg += fmt::format("<line x1=\"{:.1f}\" y1=\"{}\" x2=\"{:.1f}\" y2=\"{}\" stroke=\"#c00000\"/>\n"
@@ -112,10 +126,11 @@ std::string plan_timeline_svg(const PlanReport& report) {
 
   // Legend, top category first (as stacked).
   double legend_y = kTop + 40;
-  for (size_t k = categories; k-- > 0;) {
+  for (size_t i = order.size(); i-- > 0;) {
+    const size_t k = order[i];
     svg += fmt::format("<rect x=\"{}\" y=\"{:.1f}\" width=\"14\" height=\"14\" fill=\"{}\"/>"
                        "<text x=\"{}\" y=\"{:.1f}\">{}</text>\n",
-                       kLeft + plot_w + 10, legend_y, kColors[k % 8], kLeft + plot_w + 30,
+                       kLeft + plot_w + 10, legend_y, kColors[k % kColorCount], kLeft + plot_w + 30,
                        legend_y + 12, escape(report.categories[k]));
     legend_y += 20;
   }

@@ -65,6 +65,37 @@ TEST(PlanStep, SvgHasOneBandPerLiveCategory) {
   EXPECT_EQ(polygons, 8u);  // input residual norm query kv attention ffn head
 }
 
+// A cached step of one 32-token block against 4,096 positions (LLaDA-8B, bf16): its KV cache is
+// every position's K and V in every layer, 32 layers x 2 x 4,096 x 4,096 x 2 bytes, resident at
+// every op; the lower bound, PAR and the picture count it; a budget leaves the arena what the cache
+// does not take.
+TEST(PlanStep, CachedStepCountsItsKvCache) {
+  PlanRequest request{.model = "llada-8b", .lengths = {4096}, .candidates = {32}, .cached_rows = {32}};
+  const PlanReport report = plan_step(request);
+  const uint64_t cache = 32ull * 2 * 4096 * 4096 * 2;
+  EXPECT_EQ(report.cache_bytes, cache);
+  EXPECT_EQ(report.cache_mapped_bytes, cache);  // 8 MiB a page and region: whole granules
+  EXPECT_EQ(report.cache_page_rows, 128);
+  EXPECT_EQ(report.tokens, 32);
+  EXPECT_GT(report.lower_bound, cache);
+  EXPECT_LT(report.lower_bound, cache + (uint64_t{8} << 20));  // 32 rows of transients
+  EXPECT_NEAR(report.par, 1.0, 0.01);
+  EXPECT_EQ(report.total_bytes(), report.weight_bytes + report.workspace_bytes + cache + report.mapped_bytes);
+  ASSERT_FALSE(report.live_at_peak.empty());
+  EXPECT_EQ(report.live_at_peak[0].category, "kv_cache");
+  const std::string svg = plan_timeline_svg(report);
+  EXPECT_THAT(svg, HasSubstr("of it KV cache"));
+  EXPECT_THAT(svg, HasSubstr(">kv_cache<"));
+  // Under a budget the cache takes its share first: 1 MiB short of weights + workspace + cache fails.
+  request.budget = report.weight_bytes + report.workspace_bytes + cache - (uint64_t{1} << 20);
+  EXPECT_THAT(error_of(request), HasSubstr("KV cache (2.000 GiB) alone exceed"));
+  request.budget = report.total_bytes();
+  EXPECT_LE(plan_step(request).total_bytes(), *request.budget);
+  request.budget.reset();
+  request.cached_rows = {5000};
+  EXPECT_THAT(error_of(request), HasSubstr("5000 cached rows for 4096 tokens"));
+}
+
 TEST(PlanStep, BadRequests) {
   EXPECT_THAT(error_of({.model = "llama-70b", .lengths = {8}, .candidates = {4}}),
               HasSubstr("'llama-70b' is neither a preset"));

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "cli/bench_generate.h"
 #include "cli/byte_size.h"
 #include "cli/commands.h"
 #include "cli/list_parse.h"
@@ -22,7 +23,7 @@ namespace {
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 struct BenchOptions {
-  std::string model, seq_len = "4096", budget, device = "auto", json_out;
+  std::string model, seq_len = "4096", budget, device = "auto", json_out, cache = "none";
   double temperature = 0;
   int warmup = 2, repeats = 5;
   int64_t length = 0;  // lmax: run this L instead of the planned L_max
@@ -38,12 +39,12 @@ EngineOptions engine_options(const BenchOptions& o) {
 }
 
 nlohmann::ordered_json to_json(const StepBenchmark& b) {
-  return {{"length", b.length}, {"masked", b.masked}, {"temperature", b.temperature},
+  return {{"length", b.length}, {"masked", b.masked}, {"cached", b.cached}, {"temperature", b.temperature},
           {"median_ms", b.median_ms}, {"median_host_ms", b.median_host_ms}, {"step_ms", b.step_ms},
           {"host_ms", b.host_ms}, {"flops", b.flops},
           {"last_layer_candidates_only", b.last_layer_candidates_only}, {"chunks", b.chunks},
           {"planned_peak_bytes", b.planned_peak}, {"lower_bound_bytes", b.lower_bound},
-          {"average_live_bytes", b.average_live}, {"arena_bytes", b.arena_bytes},
+          {"average_live_bytes", b.average_live}, {"arena_bytes", b.arena_bytes}, {"cache_bytes", b.cache_bytes},
           {"weight_bytes", b.weight_bytes}, {"par", b.par()}, {"inflation", b.inflation()}};
 }
 
@@ -62,7 +63,7 @@ void print_header() {
 void print_row(const StepBenchmark& b) {
   fmt::print("{:>8} {:>10.2f} {:>9.2f} {:>7.1f}% {:>9.1f} {:>10.3f} {:>10.3f} {:>6.2f} {:>9.3f}  {}\n", b.length,
              b.median_ms, b.median_host_ms, 100.0 * b.median_host_ms / b.median_ms,
-             b.flops / (b.median_ms * 1e-3) / 1e12, b.planned_peak / kGiB, b.arena_bytes / kGiB, b.par(),
+             b.flops / (b.median_ms * 1e-3) / 1e12, b.planned_peak / kGiB, (b.arena_bytes + b.cache_bytes) / kGiB, b.par(),
              b.inflation(), b.chunks);
   std::fflush(stdout);
 }
@@ -75,14 +76,17 @@ int run_step(const BenchOptions& o) {
     lengths.push_back(length);
   }
   if (o.masked < 0) fail("--masked must be positive (got {})", o.masked);
+  const bool cached = o.cache == "dual";
+  if (cached && o.masked == 0) fail("bench step --cache dual needs --masked N: the block computed against the cache");
   const EngineOptions options = engine_options(o);
   const auto bench = StepBench::open(o.model, options);
   nlohmann::ordered_json report = {{"model", o.model}, {"family", bench->family()}, {"device", bench->device()},
                                    {"temperature", o.temperature}, {"warmup", o.warmup}, {"repeats", o.repeats}};
   if (options.budget) report["budget_bytes"] = *options.budget;
   if (!o.json) {
-    const std::string shape = o.masked > 0 ? fmt::format("the last {} positions masked", o.masked)
-                                           : std::string("prompt L/2, L/2 masked");
+    std::string shape = o.masked > 0 ? fmt::format("the last {} positions masked", o.masked)
+                                     : std::string("prompt L/2, L/2 masked");
+    if (cached) shape += ", each step computing only them against the dual KV cache of the rest";
     fmt::print("mosaic bench step: {} ({}, {}), {}, temperature {}, median of {} after {} warm-up\n", o.model,
                bench->family(), bench->device(), shape, o.temperature, o.repeats, o.warmup);
     print_header();
@@ -90,7 +94,8 @@ int run_step(const BenchOptions& o) {
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (const int64_t length : lengths) {
     const int64_t masked = o.masked > 0 ? o.masked : length - length / 2;
-    const StepBenchmark b = bench->run(length, masked, o.temperature, o.warmup, o.repeats);
+    const StepBenchmark b = cached ? bench->run_cached(length, masked, o.temperature, o.warmup, o.repeats)
+                                   : bench->run(length, masked, o.temperature, o.warmup, o.repeats);
     rows.push_back(to_json(b));
     if (!o.json) print_row(b);
   }
@@ -162,10 +167,18 @@ Action register_bench(CLI::App& app) {
   step->add_option("--warmup", o->warmup, "Untimed steps first")->capture_default_str();
   step->add_option("--repeats", o->repeats, "Timed steps")->capture_default_str();
   step->add_option("--masked", o->masked, "Masked candidate rows at the end of each sequence (default: L/2)");
+  step->add_option("--cache", o->cache, "none | dual: time steps of the masked rows alone against a KV cache")
+      ->check(CLI::IsMember({"none", "dual"}))
+      ->capture_default_str();
+  const Action generate = register_bench_generate(*command);
   auto* lmax = command->add_subcommand("lmax", "Plan L_max under --budget, then run one full step there");
   add_common(lmax, o.get());
   lmax->add_option("--length", o->length, "Run this L instead of the planned L_max");
-  return [o, step]() { return step->parsed() ? run_step(*o) : run_lmax(*o); };
+  return [o, step, lmax, generate]() {
+    if (step->parsed()) return run_step(*o);
+    if (lmax->parsed()) return run_lmax(*o);
+    return generate();
+  };
 }
 
 }  // namespace mosaic::cli

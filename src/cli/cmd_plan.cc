@@ -17,7 +17,7 @@ namespace {
 
 struct PlanOptions {
   PlanRequest request;
-  int64_t seq_len = 0, prompt_len = -1, masked = -1;
+  int64_t seq_len = 0, prompt_len = -1, masked = -1, cached_rows = 0;
   std::string batch, chunks, svg, budget;
   bool json = false, find_lmax = false;
 };
@@ -61,7 +61,9 @@ void build_shape(PlanOptions& o) {
   for (int64_t length : lengths) {
     if (length <= 0) fail("sequence length must be positive, got {} (--seq-len or --batch)", length);
     o.request.lengths.push_back(length);
-    o.request.candidates.push_back(candidates_for(o, length));
+    o.request.candidates.push_back(o.cached_rows > 0 && o.masked < 0 ? std::min(o.cached_rows, length)
+                                                                     : candidates_for(o, length));
+    if (o.cached_rows > 0) o.request.cached_rows.push_back(o.cached_rows);
   }
   if (!o.chunks.empty()) {
     const std::vector<int32_t> counts = parse_int_list(o.chunks, "--chunks");
@@ -123,13 +125,17 @@ void print_report(const PlanOptions& o, const PlanReport& r) {
                "{:.2f} ms\n", gib(*r.budget), gib(r.workspace_bytes), r.chunk_probes, r.chunk_search_ms);
     for (const std::string& step : r.chunk_steps) fmt::print("  raised {}\n", step);
   }
+  if (r.cache_page_rows > 0)
+    fmt::print("KV cache         {}   (resident: every position's K/V, pages of {} positions; {} mapped)\n",
+               gib(r.cache_bytes), r.cache_page_rows, gib(r.cache_mapped_bytes));
   fmt::print("activation peak  {}   (planned, {})\n", gib(r.activation_peak), o.request.planner);
-  fmt::print("lower bound      {}   (most bytes live at once)\n", gib(r.lower_bound));
+  fmt::print("lower bound      {}   (most bytes live at once{})\n", gib(r.lower_bound),
+             r.cache_page_rows > 0 ? ", the KV cache included" : "");
   fmt::print("average live     {}\n", gib(r.average_live));
   fmt::print("PAR              {:.3f}   (peak / average)\n", r.par);
   fmt::print("inflation        {:.4f}   (peak / lower bound)\n", r.inflation);
-  fmt::print("total            {}   (weights + workspace + arena mapped in {} KiB granules)\n",
-             gib(r.total_bytes()), r.granule / 1024);
+  fmt::print("total            {}   (weights + workspace + {}arena mapped in {} KiB granules)\n",
+             gib(r.total_bytes()), r.cache_page_rows > 0 ? "KV cache + " : "", r.granule / 1024);
   fmt::print("graph            {} tensors, {} ops, planned in {:.2f} ms\n", r.tensor_count, r.op_count,
              r.planning_ms);
   fmt::print("live at the peak (op {}, {}):\n", r.peak_op, r.peak_op_name);
@@ -150,6 +156,9 @@ Action register_plan(CLI::App& app) {
   command->add_option("--prompt-len", o->prompt_len, "Prompt tokens (default: half the sequence)");
   command->add_option("--masked", o->masked, "Candidate rows per sequence (default: the non-prompt positions)");
   command->add_option("--batch", o->batch, "Lengths of a batch of sequences, e.g. 4096,1024,512");
+  command->add_option("--cached-rows", o->cached_rows,
+                      "A cached step: compute only the last N rows of each sequence against a KV cache of all of it "
+                      "(candidates: --masked, default N)");
   command->add_option("--device", o->request.device,
                       "cuda (bf16, 2 MiB pages, 64 MiB workspace) or cpu (fp32)")
       ->default_val("cuda");

@@ -274,6 +274,83 @@ TEST_P(CudaStep, GreedyDecisionsMatchTheCpuAtEveryStep) {
               (long long)same_tokens, (long long)tokens);
 }
 
+// The cached step on the GPU (docs/design/kv-cache.md): computing every row against the KV cache
+// gives the full step's bits; computing some rows against the cache the same canvases filled gives
+// the full step's bits for them (keys read through the page table, tiles as before).
+TEST_P(CudaStep, CachedStepsGiveTheFullStepsBits) {
+  CudaStepRunner gpu(*model_, 0, std::nullopt);
+  StepInput full = random_step({300, 37, 129}, /*keep_logits=*/true, 7);
+  const StepOutput expected = gpu.run(full);
+  StepInput cached = full;
+  const uint64_t spacer = gpu.reserve_cache(200);  // the sequences' pages do not start at 0
+  for (SequenceRows& s : cached.sequences) {
+    s.cache_id = gpu.reserve_cache(static_cast<int64_t>(s.ids.size()));
+    s.begin = 0, s.end = static_cast<int64_t>(s.ids.size());
+  }
+  gpu.release_cache(spacer);
+  EXPECT_EQ(gpu.run(cached).values, expected.values);
+  // Rows [begin, end) of each: the candidates there, against the cache of the same canvases.
+  const std::vector<std::pair<int64_t, int64_t>> ranges = {{130, 290}, {10, 20}, {0, 129}};
+  std::vector<std::vector<int32_t>> rows(3);
+  std::vector<float> want;
+  const int64_t vocab = expected.cols;
+  int64_t base = 0;
+  for (size_t s = 0; s < 3; ++s) {
+    const std::vector<int32_t>& all = rows_[s];
+    for (size_t i = 0; i < all.size(); ++i) {
+      const int64_t source = model_->config().shifted_logits() ? std::max(all[i] - 1, 0) : all[i];
+      if (source < ranges[s].first || source >= ranges[s].second) continue;
+      rows[s].push_back(all[i]);
+      want.insert(want.end(), expected.values.begin() + (base + i) * vocab, expected.values.begin() + (base + i + 1) * vocab);
+    }
+    base += static_cast<int64_t>(all.size());
+    cached.sequences[s].rows = rows[s];
+    cached.sequences[s].begin = ranges[s].first, cached.sequences[s].end = ranges[s].second;
+  }
+  EXPECT_EQ(gpu.run(cached).values, want);
+  EXPECT_GT(gpu.cache_stats().pages_used, 0);
+  for (const SequenceRows& s : cached.sequences) gpu.release_cache(s.cache_id);
+  EXPECT_EQ(gpu.cache_stats().pages_used, 0);
+  EXPECT_EQ(gpu.cache_stats().bytes, 0u);
+}
+
+// Generations with each cache, lock-step against the CPU: every decisive choice the same.
+TEST_P(CudaStep, CachedGenerationsMatchTheCpuAtEveryStep) {
+  auto run = [&](const Model& model, GenerationOptions options, const char* what) {
+    const std::vector<GenerationRequest> requests = {
+        {{5, 9, 13, 2}, options}, {{77}, options}, {{3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5}, options}};
+    CpuStepRunner cpu(model);
+    CudaStepRunner gpu(model, 0, std::nullopt);
+    LockstepRunner lockstep(cpu, gpu);
+    const auto expected = generate(model.config(), cpu, requests);
+    const auto driven = generate(model.config(), lockstep, requests);
+    for (size_t r = 0; r < requests.size(); ++r) EXPECT_EQ(driven[r].canvas, expected[r].canvas) << what;
+    EXPECT_GT(lockstep.steps_, 0) << what;
+    EXPECT_LE(lockstep.max_error_, LockstepRunner::kLogitTolerance) << what;
+    EXPECT_LE(lockstep.near_ties_ * 2, lockstep.rows_) << what << ": too few decisive rows to test anything";
+    EXPECT_EQ(gpu.cache_stats().pages_used, 0) << what;
+    std::printf("  %s %s: %lld steps, %lld rows, %lld near-ties, max |logit error| %.4f\n",
+                family_name(GetParam()).data(), what, (long long)lockstep.steps_, (long long)lockstep.rows_,
+                (long long)lockstep.near_ties_, lockstep.max_error_);
+  };
+  GenerationOptions options;
+  options.gen_length = 24, options.steps = 24, options.block_length = 8;
+  if (GetParam() == Family::dream) options.alg = DreamAlg::maskgit_plus;
+  for (const CacheMode mode : {CacheMode::prefix, CacheMode::dual}) {
+    options.cache = mode;
+    run(*model_, options, mode == CacheMode::prefix ? "prefix" : "dual");
+  }
+  // A block-causal copy of the model: its exact block cache.
+  ModelConfig config = model_->config();
+  config.block_attention = BlockAttention::prompt;
+  const fs::path dir = dir_.string() + "_block";
+  write_test_model(config, {.dtype = DType::bf16, .seed = 21}, dir);
+  const auto block_causal = Model::load(dir);
+  options.cache = CacheMode::automatic;
+  run(*block_causal, options, "block");
+  fs::remove_all(dir);
+}
+
 INSTANTIATE_TEST_SUITE_P(Families, CudaStep, ::testing::Values(Family::llada, Family::dream),
                          [](const auto& info) { return std::string(family_name(info.param)); });
 

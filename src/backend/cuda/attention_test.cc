@@ -10,6 +10,7 @@
 #include <cstring>
 #include <random>
 #include <span>
+#include <stdexcept>
 #include <vector>
 
 #include "backend/cpu/attention.h"
@@ -59,8 +60,12 @@ struct Problem {
   int64_t out_stride() const { return q_heads * head_dim + 8; }
   float scale() const { return 1.0f / std::sqrt(static_cast<float>(head_dim)); }
 
-  // bf16 [rows, out_stride], poisoned before the call.
-  std::vector<uint16_t> run_gpu(const std::vector<AttentionSegment>& segments, AttentionKernel kernel) const {
+  // bf16 [rows, out_stride], poisoned before the call. With `pages` (a KV cache's page table,
+  // pages of page_rows rows), K and V are read from a copy of the rows placed page by page at
+  // those pages of a buffer of `pool_pages` pages, poisoned elsewhere.
+  std::vector<uint16_t> run_gpu(const std::vector<AttentionSegment>& segments, AttentionKernel kernel,
+                                const std::vector<int32_t>* pages = nullptr, int64_t page_rows = 0,
+                                int64_t pool_pages = 0) const {
     DeviceBuffer device_qkv(qkv.size() * 2), device_out(rows * out_stride() * 2),
         device_segments(segments.size() * sizeof(AttentionSegment));
     upload(device_qkv, qkv);
@@ -72,6 +77,21 @@ struct Problem {
     args.q = base, args.q_stride = stride();
     args.k = base + q_heads * head_dim, args.k_stride = stride();
     args.v = base + (q_heads + kv_heads) * head_dim, args.v_stride = stride();
+    DeviceBuffer device_pool, device_pages;
+    if (pages != nullptr) {
+      std::vector<uint16_t> pool(pool_pages * page_rows * stride(), kPoison);
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t slot = int64_t{(*pages)[r / page_rows]} * page_rows + r % page_rows;
+        std::copy_n(qkv.begin() + r * stride(), stride(), pool.begin() + slot * stride());
+      }
+      if (!device_pool.try_allocate(pool.size() * 2) || !device_pages.try_allocate(pages->size() * 4))
+        throw std::runtime_error("cannot allocate the paged K/V pool");
+      upload(device_pool, pool);
+      upload(device_pages, *pages);
+      const auto* pooled = static_cast<const uint16_t*>(device_pool.data);
+      args.k = pooled + q_heads * head_dim, args.v = pooled + (q_heads + kv_heads) * head_dim;
+      args.kv_pages = static_cast<const int32_t*>(device_pages.data), args.page_rows = page_rows;
+    }
     args.out = device_out.data, args.out_stride = out_stride();
     args.q_heads = q_heads, args.kv_heads = kv_heads, args.head_dim = head_dim;
     args.scale = scale();
@@ -198,6 +218,23 @@ TEST_P(CudaAttention, QueryChunkingIsBitExact) {
       EXPECT_EQ(std::memcmp(whole.data(), chunked.data(), whole.size() * 2), 0)
           << "d " << head_dim << " trial " << trial << " (" << chunks.size() << " chunks)";
     }
+  }
+}
+
+// Keys and values read through a page table (a KV cache, docs/design/kv-cache.md): pages of 128
+// rows placed out of order in a larger pool give the bits of the same rows read in place, for
+// queries of one run and of several, whole and partial last key tiles.
+TEST_P(CudaAttention, PagedKeysAreBitIdenticalToContiguousOnes) {
+  constexpr int64_t kPageRows = 128, kKeys = 700;  // 6 pages, the last partial
+  const std::vector<int32_t> pages = {4, 0, 7, 2, 5, 1};
+  for (int64_t head_dim : head_dims()) {
+    const Problem p(kKeys, 4, 2, head_dim, static_cast<uint32_t>(5 * head_dim));
+    const std::vector<AttentionSegment> in_place = {{0, 40, 0, kKeys}, {40, 300, 0, 350}, {340, 360, 0, 129}};
+    std::vector<AttentionSegment> paged = in_place;
+    for (AttentionSegment& s : paged) s.kv_pages = 0;
+    const std::vector<uint16_t> want = p.run_gpu(in_place, GetParam());
+    const std::vector<uint16_t> got = p.run_gpu(paged, GetParam(), &pages, kPageRows, 8);
+    EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * 2), 0) << "d " << head_dim;
   }
 }
 

@@ -424,5 +424,28 @@ TEST_F(CudaElementwise, GatherRowsCopiesTheNamedRowsOfAnyWidth) {
   }
 }
 
+// scatter_rows puts rows where the index says (a cached step's K/V into its cache rows), whatever
+// their width; the rows it does not name stay untouched.
+TEST_F(CudaElementwise, ScatterRowsWritesTheNamedRowsOfAnyWidth) {
+  std::mt19937 rng(8);
+  const std::vector<int32_t> index = {5, 0, 9, 3, 1};
+  for (const int64_t row_bytes : {int64_t{8192}, int64_t{4}, int64_t{6}}) {
+    const int64_t rows = 10, in_stride = row_bytes, out_stride = row_bytes + (row_bytes == 6 ? 2 : 0);
+    std::vector<unsigned char> in(static_cast<size_t>(index.size() * in_stride));
+    for (auto& b : in) b = static_cast<unsigned char>(rng());
+    std::vector<unsigned char> out(static_cast<size_t>(rows * out_stride), 0xAB);
+    using testing_support::DeviceBuffer, testing_support::download;
+    DeviceBuffer din(in), dout(out), dindex(index);
+    scatter_rows(static_cast<int64_t>(index.size()), row_bytes, din.as<unsigned char>(), in_stride,
+                 dindex.as<int32_t>(), dout.as<unsigned char>(), out_stride, nullptr);
+    MOSAIC_CUDA_CHECK(cudaDeviceSynchronize());
+    const auto got = download<unsigned char>(dout, out.size());
+    std::vector<unsigned char> want = out;
+    for (size_t r = 0; r < index.size(); ++r)
+      std::memcpy(want.data() + index[r] * out_stride, in.data() + r * in_stride, static_cast<size_t>(row_bytes));
+    EXPECT_EQ(got, want) << "row_bytes " << row_bytes;
+  }
+}
+
 }  // namespace
 }  // namespace mosaic::cuda
