@@ -66,8 +66,7 @@ BatchStep BatchSession::step() {
   out.committed = summary.committed;
   out.planned_peak = summary.planned_peak, out.lower_bound = summary.lower_bound;
   out.arena_bytes = summary.arena_bytes;
-  if (summary.sequences > 0)
-    out.par = impl_->memory.par(summary.tokens, summary.candidates, summary.kept_logits, summary.chunks);
+  if (summary.average_live > 0) out.par = static_cast<double>(summary.planned_peak) / static_cast<double>(summary.average_live);
   const KvCacheStats cache = impl_->runner.cache_stats();
   out.cache_pages_used = cache.pages_used, out.cache_pages_free = cache.pages_free, out.cache_bytes = cache.bytes;
   return out;

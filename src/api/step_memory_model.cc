@@ -41,19 +41,4 @@ MemoryFit StepMemoryModel::fit(const StepBound& bound, int64_t cache_pages) cons
   return fits_.emplace(key, fit).first->second;
 }
 
-double StepMemoryModel::par(int64_t tokens, int64_t candidates, bool logits, const ChunkConfig& chunks) const {
-  if (tokens <= 0) return 0;
-  const int64_t tokens_bucket = bucket_rows(tokens);
-  const int64_t candidates_bucket = std::min(bucket_rows(std::max<int64_t>(candidates, 1)), tokens_bucket);
-  const auto key = std::make_tuple(tokens_bucket, candidates_bucket, logits, chunks.qkv, chunks.attention,
-                                   chunks.ffn, chunks.head);
-  std::lock_guard lock(mutex_);
-  if (const auto found = pars_.find(key); found != pars_.end()) return found->second;
-  // The plan the runner's planner made: the bucket's single-sequence shape.
-  const StepShape bucket{{tokens_bucket}, {candidates_bucket}};
-  const GraphOptions& options = logits ? setup_.runner.logits_options : setup_.runner.stats_options;
-  const double par = plan_graph(instantiate_step_graph(config_, bucket, chunks, options)).memory.par();
-  return pars_.emplace(key, par).first->second;
-}
-
 }  // namespace mosaic

@@ -1,7 +1,6 @@
-// The engine's memory by the plan, for admission and reporting: whether a step of a given bound
-// fits the budget (the same bucketed chunk search the step runners do, so "fits" here means the
-// runner will not refuse the step), and the PAR of a step as planned. Thread-safe; results are
-// cached per shape bucket.
+// The engine's memory by the plan, for admission: whether a step of a given bound fits the budget
+// (the same bucketed chunk search the step runners do, so "fits" here means the runner will not
+// refuse the step). Thread-safe; results are cached per shape bucket.
 #pragma once
 
 #include <cstdint>
@@ -38,15 +37,12 @@ class StepMemoryModel {
 
   int64_t cache_page_rows() const { return setup_.runner.cache_page_rows; }
 
-  // Peak / average live bytes of the plan the runner used for a step of this shape and chunking.
-  double par(int64_t tokens, int64_t candidates, bool logits, const ChunkConfig& chunks) const;
 
  private:
   const ModelConfig& config_;
   DeviceMemorySetup setup_;
   mutable std::mutex mutex_;
   mutable std::map<std::tuple<int64_t, int64_t, bool, bool, uint64_t>, MemoryFit> fits_;
-  mutable std::map<std::tuple<int64_t, int64_t, bool, int64_t, int64_t, int64_t, int64_t>, double> pars_;
 };
 
 }  // namespace mosaic

@@ -152,19 +152,19 @@ BatchStepSummary BatchStepper::step(const StepObserver& observe) {
       }
     }
     forward.output = runner_.run(input);
-    ++summary.forwards;
     for (const SequenceRows& s : input.sequences) {
       summary.tokens += s.computed_rows();
       summary.candidates += static_cast<int64_t>(s.rows.size());
     }
     summary.sequences += static_cast<int64_t>(input.sequences.size());
     summary.kept_logits = summary.kept_logits || input.keep_logits;
-    summary.cached = f == 1;
-    summary.chunks = forward.output.chunks;
-    summary.planned_peak = std::max(summary.planned_peak, forward.output.planned_peak);
-    summary.lower_bound = std::max(summary.lower_bound, forward.output.lower_bound);
-    summary.arena_bytes = std::max(summary.arena_bytes, forward.output.arena_bytes);
-    summary.cache_bytes = std::max(summary.cache_bytes, forward.output.resident);
+    const StepOutput& out = forward.output;
+    if (out.planned_peak >= summary.planned_peak) {
+      summary.chunks = out.chunks;
+      summary.planned_peak = out.planned_peak, summary.lower_bound = out.lower_bound;
+      summary.average_live = out.average_live;
+    }
+    summary.arena_bytes = std::max(summary.arena_bytes, out.arena_bytes);
   }
 
   // Hand each request its rows (host-sampled when the logits were kept).

@@ -58,17 +58,15 @@ struct GenerationResult {
 
 // What one step() ran: the packed forwards' shape (zero sequences when no request needed one)
 // and the runner's memory figures for them (a step runs the requests without a KV cache and
-// those with one in two forwards: the figures are the larger of the two).
+// those with one in two forwards: the figures are those of the one with the larger peak).
 struct BatchStepSummary {
   int64_t requests = 0;            // unfinished requests that took the step
   int64_t sequences = 0, tokens = 0, candidates = 0;
   int64_t committed = 0;           // positions unmasked, over all requests
-  int64_t forwards = 0;            // forwards run (0, 1, or 2 when cached and uncached requests mix)
   bool kept_logits = false;
-  bool cached = false;             // the last forward was a cached step
   ChunkConfig chunks;
-  uint64_t planned_peak = 0, lower_bound = 0, arena_bytes = 0;
-  uint64_t cache_bytes = 0;        // KV cache of the step's sequences (in planned_peak, lower_bound)
+  // Of the forward with the larger planned peak; a cached step's include its sequences' KV cache.
+  uint64_t planned_peak = 0, lower_bound = 0, average_live = 0, arena_bytes = 0;
 };
 
 // Called once per unfinished request after its step, in id order. The spans are valid during
