@@ -155,35 +155,26 @@ void SequenceDecoder::prepare_dream_block() {
     commit_all_ = true;  // unmasked whatever its confidence and the rule
     return;
   }
-  if (decoding_by_rule()) {
-    next_.candidates = masked;
-    return;
-  }
-  if (options_.alg == DreamAlg::origin) {
-    const float p = dream_transfer_probability(timesteps_, step_in_block_);
-    for (const int32_t q : masked)
-      if (rng_uniform(options_.seed, RngStream::transfer, 0, uint32_t(q), uint32_t(step_)) < p)
-        next_.candidates.push_back(q);
-    return;  // every candidate is unmasked
-  }
-  quota_ = dream_transfer_count(static_cast<int64_t>(masked.size()), timesteps_, step_in_block_);
-  if (quota_ > 0) next_.candidates = masked;
+  dream_step(masked, step_in_block_);
 }
 
 void SequenceDecoder::prepare_dream() {
-  const std::vector<int32_t> masked = masked_in(prompt_length_, static_cast<int64_t>(canvas_.size()));
+  dream_step(masked_in(prompt_length_, static_cast<int64_t>(canvas_.size())), step_);
+}
+
+void SequenceDecoder::dream_step(const std::vector<int32_t>& masked, int64_t schedule_step) {
   if (decoding_by_rule()) {
     next_.candidates = masked;
     return;
   }
   if (options_.alg == DreamAlg::origin) {
-    const float p = dream_transfer_probability(timesteps_, step_);
+    const float p = dream_transfer_probability(timesteps_, schedule_step);
     for (const int32_t q : masked)
       if (rng_uniform(options_.seed, RngStream::transfer, 0, uint32_t(q), uint32_t(step_)) < p)
         next_.candidates.push_back(q);
     return;  // every candidate is unmasked
   }
-  quota_ = dream_transfer_count(static_cast<int64_t>(masked.size()), timesteps_, step_);
+  quota_ = dream_transfer_count(static_cast<int64_t>(masked.size()), timesteps_, schedule_step);
   if (quota_ > 0) next_.candidates = masked;
 }
 

@@ -71,6 +71,9 @@ class SequenceDecoder {
   void prepare_llada();
   void prepare_dream();
   void prepare_dream_block();
+  // Dream's rule or schedule over `masked` at step `schedule_step` of timesteps_ (the noise is
+  // addressed by the generation's step counter whatever the schedule's).
+  void dream_step(const std::vector<int32_t>& masked, int64_t schedule_step);
   void prepare_rows();  // the forward's computed rows, once the candidates are known
   const DecodingBlock& block() const { return blocks_[static_cast<size_t>(block_)]; }
   std::vector<int32_t> masked_in(int64_t begin, int64_t end) const;

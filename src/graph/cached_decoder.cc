@@ -75,19 +75,7 @@ void attention_block(DecoderBuilder& b, int32_t l, const CachedLayerTensors& cac
     store_rows(b, cache.cache_k, k, kv_rows, r.begin, r.rows);
     store_rows(b, cache.cache_v, v, kv_rows, r.begin, r.rows);
   }
-  b.group = ChunkGroup::attention;
-  if (b.candidates_only(l)) b.gather_candidates();
-  const int64_t q_rows = row_chunk(b.R, chunks.attention, 0).rows;
-  for (int64_t i = 0; i < chunks.attention; ++i) {
-    const RowChunk r = row_chunk(b.R, chunks.attention, i);
-    const int32_t chunk = static_cast<int32_t>(i);
-    const int32_t n = g.tensor(Role::attn_norm, Cat::norm, b.act(), q_rows, c.hidden, l, chunk);
-    b.norm(l, WeightRole::attn_norm, n, r.begin, r.rows);
-    const int32_t q = g.tensor(Role::q, Cat::query, b.act(), q_rows, c.q_dim(), l, chunk);
-    b.linear(l, WeightRole::q, {q, 0}, n, r.rows, c.qkv_bias);
-    b.rope({q, 0}, b.row_positions, r.begin, r.rows);
-    b.query_tail(l, q, cache.cache_k, cache.cache_v, r.begin, r.rows, chunk);
-  }
+  b.query_pass(l, cache.cache_k, cache.cache_v);
 }
 
 }  // namespace

@@ -128,6 +128,22 @@ void DecoderBuilder::query_tail(int32_t l, int32_t q, int32_t k, int32_t v, int6
   linear_into_residual(l, WeightRole::o, a, row, rows);
 }
 
+void DecoderBuilder::query_pass(int32_t l, int32_t k, int32_t v) {
+  group = ChunkGroup::attention;
+  if (candidates_only(l)) gather_candidates();
+  const int64_t q_rows = row_chunk(R, chunks.attention, 0).rows;
+  for (int64_t i = 0; i < chunks.attention; ++i) {
+    const RowChunk r = row_chunk(R, chunks.attention, i);
+    const int32_t chunk = static_cast<int32_t>(i);
+    const int32_t n = g.tensor(TensorRole::attn_norm, TensorCategory::norm, act(), q_rows, c.hidden, l, chunk);
+    norm(l, WeightRole::attn_norm, n, r.begin, r.rows);
+    const int32_t q = g.tensor(TensorRole::q, TensorCategory::query, act(), q_rows, c.q_dim(), l, chunk);
+    linear(l, WeightRole::q, {q, 0}, n, r.rows, c.qkv_bias);
+    rope({q, 0}, row_positions, r.begin, r.rows);
+    query_tail(l, q, k, v, r.begin, r.rows, chunk);
+  }
+}
+
 bool DecoderBuilder::candidates_only(int32_t l) const {
   return last_layer_over_candidates(options, chunks) && l + 1 == static_cast<int32_t>(c.layers);
 }

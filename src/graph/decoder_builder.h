@@ -62,6 +62,10 @@ struct DecoderBuilder {
   void attention(int32_t layer, int32_t out, int32_t q, int32_t k, int32_t v, int64_t row, int64_t rows);
   // attention over the query rows [row, row + rows) held in q, its projection added to x.
   void query_tail(int32_t layer, int32_t q, int32_t k, int32_t v, int64_t row, int64_t rows, int32_t chunk);
+  // The chunked query pass of layer l once its keys and values are in k and v: the candidates'
+  // rows gathered first in the last layer (candidates_only), then per attention chunk the norm,
+  // the Q projection, RoPE and query_tail.
+  void query_pass(int32_t l, int32_t k, int32_t v);
   // Whether layer l runs its query pass and FFN over the candidate rows only.
   bool candidates_only(int32_t l) const;
   // From here on the rows are the candidates (their residual rows and positions gathered).
