@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <map>
 
 #include "testing/tiny_model_folder.h"
@@ -132,6 +133,37 @@ TEST_F(BatchSessionTest, BadRequestsLeaveTheSessionUnchanged) {
   EXPECT_THROW(session->add({1, 2, 999}, options(1)), Error);
   EXPECT_EQ(session->size(), 0);
   EXPECT_EQ(session->step().events.size(), 0u);
+}
+
+// A block-causal model (config.json block_attention): its cache is the exact block cache; prefix
+// and dual are refused by name; a full-attention forward of it is refused rather than wrong.
+TEST_F(BatchSessionTest, BlockCausalModelsUseTheirBlockCache) {
+  const fs::path block = dir().string() + "_block";
+  fs::create_directories(block);
+  for (const auto& entry : fs::directory_iterator(dir())) fs::copy(entry.path(), block / entry.path().filename());
+  std::string config;
+  {
+    std::ifstream in(block / "config.json");
+    config.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  config.insert(config.find('{') + 1, "\"block_attention\": \"prompt\", ");
+  std::ofstream(block / "config.json") << config;
+  const auto engine = Engine::open(block, {.device = "cpu"});
+  EXPECT_EQ(engine->info().attention, "prompt");
+  GenerationOptions o = options(3);
+  EXPECT_EQ(engine->resolve_options(o).cache, CacheMode::block);
+  const GenerateRequest request{.prompt_ids = prompt(5, 1)};
+  EXPECT_EQ(engine->generate(std::span(&request, 1), o).front().cache, "block");
+  o.cache = CacheMode::dual;
+  try {
+    engine->resolve_options(o);
+    ADD_FAILURE() << "dual on a block-causal model";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("decodes with its exact block cache"), std::string::npos) << error.what();
+  }
+  const SequenceInput sequence{prompt(6, 2), {1}};
+  EXPECT_THROW(engine->forward(std::span(&sequence, 1)), Error);
+  fs::remove_all(block);
 }
 
 TEST_F(BatchSessionTest, ResolvedOptionsAndTheAnswer) {

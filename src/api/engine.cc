@@ -71,6 +71,13 @@ std::unique_ptr<Engine> Engine::open(const std::filesystem::path& model_dir, con
 const ModelInfo& Engine::info() const { return impl_->info; }
 
 ForwardOutput Engine::forward(std::span<const SequenceInput> batch) const {
+  // Block-causal attention needs the block layout (prompt length, block length), which only a
+  // generation's options give: a forward over full attention would be silently wrong.
+  const ModelConfig& config = impl_->model->config();
+  if (config.block_attention != BlockAttention::none)
+    fail("{} attends block-causally (config.json block_attention \"{}\"): a forward needs its block layout, "
+         "which only generation gives (mosaic generate); forward runs full-attention models only",
+         impl_->model->checkpoint().dir().string(), block_attention_name(config.block_attention));
   std::vector<SequenceRows> views;
   views.reserve(batch.size());
   for (const SequenceInput& sequence : batch) views.push_back({sequence.ids, sequence.rows});
