@@ -86,11 +86,14 @@ std::vector<float> CpuExecutor::run(const Graph& graph, const PlannedStep& plann
   auto i32 = [&](const TensorRef& ref) { return reinterpret_cast<int32_t*>(address(ref)); };
   auto cols = [&](const TensorRef& ref) { return graph.tensors[static_cast<size_t>(ref.tensor)].cols; };
 
-  std::memcpy(i32({graph.ids, 0}), batch.ids.data(), batch.ids.size() * sizeof(int32_t));
-  std::memcpy(i32({graph.positions, 0}), batch.positions.data(), batch.positions.size() * sizeof(int32_t));
-  std::memcpy(i32({graph.logit_rows, 0}), batch.logit_rows.data(), batch.logit_rows.size() * sizeof(int32_t));
-  if (graph.cached())
-    std::memcpy(i32({graph.kv_rows, 0}), batch.kv_rows.data(), batch.kv_rows.size() * sizeof(int32_t));
+  // The inputs (a step may have no candidate row: an empty vector's data() may be null).
+  auto input = [&](int32_t tensor, const std::vector<int32_t>& values) {
+    if (!values.empty()) std::memcpy(i32({tensor, 0}), values.data(), values.size() * sizeof(int32_t));
+  };
+  input(graph.ids, batch.ids);
+  input(graph.positions, batch.positions);
+  input(graph.logit_rows, batch.logit_rows);
+  if (graph.cached()) input(graph.kv_rows, batch.kv_rows);
 
   const std::vector<float> inv_freq = cpu::rope_inv_freq(c.head_dim, c.rope_theta);
   const float eps = static_cast<float>(c.rms_eps);
