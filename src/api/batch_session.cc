@@ -20,9 +20,7 @@ MemoryFit BatchSession::fit(int64_t prompt_tokens, const GenerationOptions& opti
     if (!impl_->stepper.finished(id)) bound += request.bound;
   // The cache as it will be mapped: the pages held now (finished requests have given theirs
   // back), the newcomer's taken from the free ones below the top first.
-  const KvCacheStats cache = impl_->runner.cache_stats();
-  const int64_t holes = cache.pages_mapped - cache.pages_used;
-  return impl_->memory.fit(bound, cache.pages_mapped + std::max<int64_t>(0, own.cache_pages - holes));
+  return impl_->memory.fit(bound, impl_->runner.cache_stats().pages_mapped_after(own.cache_pages));
 }
 
 int64_t BatchSession::add(std::vector<int32_t> prompt_ids, const GenerationOptions& options) {

@@ -7,6 +7,7 @@
 #include "chunk/chunk_search.h"
 #include "core/error.h"
 #include "core/format_bytes.h"
+#include "exec/step_runner.h"
 #include "graph/step_graph.h"
 #include "model/test_model.h"
 #include "model/weight_names.h"
@@ -96,13 +97,15 @@ std::string op_name(const Graph& graph, const GraphOp& op) {
   return name;
 }
 
-// What the KV cache maps for a cached step's sequences: each of its 2 x layers regions holds
-// their pages in whole granules.
-uint64_t cache_mapped(const Setup& s, const Graph& graph) {
-  if (!graph.cached() || graph.resident_bytes() == 0) return 0;
-  const uint64_t regions = static_cast<uint64_t>(2 * s.config.layers);
-  const uint64_t region = graph.resident_bytes() / regions;
-  return (region + s.cache_granule - 1) / s.cache_granule * s.cache_granule * regions;
+// What the KV cache maps for `pages` pages, as the runners map it (each of its 2 x layers regions
+// in whole granules: kv_cache_bytes).
+uint64_t cache_mapped(const Setup& s, int64_t pages) {
+  StepMemorySetup cache;
+  cache.cache_page_rows = s.cache_page_rows;
+  cache.cache_page_bytes = static_cast<uint64_t>(2 * s.config.layers * s.cache_page_rows * s.config.kv_dim()) *
+                           dtype_size(s.options.activations);
+  cache.cache_region_granule = s.cache_granule;
+  return kv_cache_bytes(cache, s.config.layers, pages);
 }
 
 // Activation bytes left once weights, workspace and a KV cache of `cache` bytes are set aside;
@@ -144,7 +147,7 @@ PlanReport report_for(const PlanRequest& request, const Setup& s, const PlannedS
   // The figures of everything the step touches: the cache's pages are live at every op.
   const StepMemory memory = with_resident(step.memory, graph.resident_bytes());
   report.cache_bytes = memory.resident;
-  report.cache_mapped_bytes = cache_mapped(s, graph);
+  report.cache_mapped_bytes = cache_mapped(s, static_cast<int64_t>(graph.kv_pages.size()));
   report.cache_page_rows = graph.cached() ? graph.kv_page_rows : 0;
   report.lower_bound = memory.lower_bound;
   report.average_live = memory.average_live;
@@ -220,13 +223,11 @@ StepShape shape_for(const PlanRequest& request, const Setup& s) {
   return shape;
 }
 
-// The KV cache a cached step's shape holds (its sequences' pages), as the planner counts it.
-uint64_t cache_bytes_of(const Setup& s, const StepShape& shape) {
-  uint64_t pages = 0;
-  for (const CachedSequence& view : shape.cached) pages += view.pages.size();
-  const uint64_t region = pages * static_cast<uint64_t>(shape.page_rows * s.config.kv_dim()) * dtype_size(s.options.activations);
-  const uint64_t granule = s.cache_granule;
-  return (region + granule - 1) / granule * granule * static_cast<uint64_t>(2 * s.config.layers);
+// The pages of a cached step's sequences.
+int64_t cache_pages_of(const StepShape& shape) {
+  int64_t pages = 0;
+  for (const CachedSequence& view : shape.cached) pages += static_cast<int64_t>(view.pages.size());
+  return pages;
 }
 
 }  // namespace
@@ -244,7 +245,7 @@ PlanReport plan_step(const PlanRequest& request) {
     return report;
   }
   instantiate_step_graph(s.config, shape, {}, s.options);  // shape errors before budget errors
-  const uint64_t cache = cache_bytes_of(s, shape);
+  const uint64_t cache = cache_mapped(s, cache_pages_of(shape));
   ChunkSearchResult result = search(s, shape, *request.budget, cache);
   const double search_ms = ms_since(start);
   const uint64_t total_floor = s.weight_bytes + s.workspace + cache + result.floor;

@@ -56,6 +56,23 @@ void report_memory(const PlannedStep& planned, const Graph& graph, StepOutput& o
   out.resident = memory.resident;
 }
 
+// A runner's cache figures: its pool, the bytes of a page, the pages its memory covers and the
+// bytes it holds; `room`: what the budget leaves the cache beside the weights (unset: no budget).
+KvCacheStats cache_stats_of(const KvPagePool& pool, uint64_t page_bytes, int64_t pages_mapped, uint64_t bytes,
+                            std::optional<uint64_t> room) {
+  KvCacheStats stats;
+  stats.page_rows = pool.page_rows();
+  stats.page_bytes = page_bytes;
+  stats.pages_used = pool.used();
+  stats.pages_mapped = pages_mapped;
+  stats.sequences = pool.sequences();
+  stats.bytes = bytes;
+  if (room)
+    stats.pages_free = pool.free_below_high_water() +
+                       static_cast<int64_t>((*room - std::min(*room, bytes)) / std::max<uint64_t>(page_bytes, 1));
+  return stats;
+}
+
 // The error for a reservation the budget cannot take.
 [[noreturn]] void refuse_cache(int64_t positions, int64_t pages, uint64_t needed, uint64_t held, uint64_t budget) {
   fail("the KV cache of a sequence of {} positions needs {} pages; the cache would grow to {} ({} held now), "
@@ -119,18 +136,7 @@ void CpuStepRunner::release_cache(uint64_t id) {
 
 KvCacheStats CpuStepRunner::cache_stats() const {
   std::lock_guard lock(mutex_);
-  KvCacheStats stats;
-  stats.page_rows = pages_.page_rows();
-  stats.page_bytes = cache_.page_bytes();
-  stats.pages_used = pages_.used();
-  stats.pages_mapped = cache_.pages();
-  stats.sequences = pages_.sequences();
-  stats.bytes = cache_.bytes();
-  if (activation_budget_)
-    stats.pages_free = pages_.free_below_high_water() +
-                       static_cast<int64_t>((*activation_budget_ - std::min(*activation_budget_, stats.bytes)) /
-                                            stats.page_bytes);
-  return stats;
+  return cache_stats_of(pages_, cache_.page_bytes(), cache_.pages(), cache_.bytes(), activation_budget_);
 }
 
 StepOutput CpuStepRunner::run(const StepInput& input) {
@@ -217,19 +223,10 @@ void CudaStepRunner::release_cache(uint64_t id) {
 
 KvCacheStats CudaStepRunner::cache_stats() const {
   std::lock_guard lock(mutex_);
-  const StepMemorySetup setup = memory_setup_locked();
-  KvCacheStats stats;
-  stats.page_rows = pages_.page_rows();
-  stats.page_bytes = setup.cache_page_bytes;
-  stats.pages_used = pages_.used();
-  stats.pages_mapped = cache_ ? cache_->pages() : 0;
-  stats.sequences = pages_.sequences();
-  stats.bytes = cache_bytes();
-  if (budget_) {
-    const uint64_t left = *budget_ - std::min(*budget_, fixed_bytes_ + stats.bytes);
-    stats.pages_free = pages_.free_below_high_water() + static_cast<int64_t>(left / std::max<uint64_t>(stats.page_bytes, 1));
-  }
-  return stats;
+  std::optional<uint64_t> room;
+  if (budget_) room = *budget_ - std::min(*budget_, fixed_bytes_);
+  return cache_stats_of(pages_, memory_setup_locked().cache_page_bytes, cache_ ? cache_->pages() : 0, cache_bytes(),
+                        room);
 }
 
 CudaStepRunner::~CudaStepRunner() = default;

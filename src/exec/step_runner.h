@@ -5,6 +5,7 @@
 // (docs/design/device-commit.md).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -63,6 +64,12 @@ struct KvCacheStats {
   uint64_t bytes = 0;          // memory the cache holds now
   // Pages a reservation could still take under the budget, beside the weights (unlimited: -1).
   int64_t pages_free = -1;
+
+  // The pages mapped once `pages` more are held: the lowest free ones below the top go first
+  // (KvPagePool::high_water_after, as seen from outside the runner).
+  int64_t pages_mapped_after(int64_t pages) const {
+    return pages_mapped + std::max<int64_t>(0, pages - (pages_mapped - pages_used));
+  }
 };
 
 // What a runner plans its steps with, for callers that predict its memory (admission by plan).

@@ -45,16 +45,9 @@ void attention_block(DecoderBuilder& b, int32_t l, const CachedLayerTensors& cac
   const int64_t T = b.T;
   b.group = ChunkGroup::attention;  // unchunked, the shared norm/Q/K/V ops count as the query side
   if (chunks.qkv == 1 && chunks.attention == 1 && !b.candidates_only(l)) {
-    const int32_t n = g.tensor(Role::attn_norm, Cat::norm, b.act(), T, c.hidden, l);
-    b.norm(l, WeightRole::attn_norm, n, 0, T);
-    const int32_t q = g.tensor(Role::q, Cat::query, b.act(), T, c.q_dim(), l);
     const int32_t k = g.tensor(Role::k, Cat::kv, b.act(), T, c.kv_dim(), l);
     const int32_t v = g.tensor(Role::v, Cat::kv, b.act(), T, c.kv_dim(), l);
-    b.linear(l, WeightRole::q, {q, 0}, n, T, c.qkv_bias);
-    b.linear(l, WeightRole::k, {k, 0}, n, T, c.qkv_bias);
-    b.linear(l, WeightRole::v, {v, 0}, n, T, c.qkv_bias);
-    b.rope({q, 0}, b.positions, 0, T);
-    b.rope({k, 0}, b.positions, 0, T);
+    const int32_t q = b.project_qkv(l, k, v);
     store_rows(b, cache.cache_k, k, kv_rows, 0, T);
     store_rows(b, cache.cache_v, v, kv_rows, 0, T);
     b.query_tail(l, q, cache.cache_k, cache.cache_v, 0, T, -1);

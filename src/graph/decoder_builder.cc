@@ -128,6 +128,18 @@ void DecoderBuilder::query_tail(int32_t l, int32_t q, int32_t k, int32_t v, int6
   linear_into_residual(l, WeightRole::o, a, row, rows);
 }
 
+int32_t DecoderBuilder::project_qkv(int32_t l, int32_t k, int32_t v) {
+  const int32_t n = g.tensor(TensorRole::attn_norm, TensorCategory::norm, act(), T, c.hidden, l);
+  norm(l, WeightRole::attn_norm, n, 0, T);
+  const int32_t q = g.tensor(TensorRole::q, TensorCategory::query, act(), T, c.q_dim(), l);
+  linear(l, WeightRole::q, {q, 0}, n, T, c.qkv_bias);
+  linear(l, WeightRole::k, {k, 0}, n, T, c.qkv_bias);
+  linear(l, WeightRole::v, {v, 0}, n, T, c.qkv_bias);
+  rope({q, 0}, positions, 0, T);
+  rope({k, 0}, positions, 0, T);
+  return q;
+}
+
 void DecoderBuilder::query_pass(int32_t l, int32_t k, int32_t v) {
   group = ChunkGroup::attention;
   if (candidates_only(l)) gather_candidates();

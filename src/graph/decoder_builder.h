@@ -60,6 +60,9 @@ struct DecoderBuilder {
   // out = attention of the current rows [row, row + rows) (their queries in q, from row 0)
   // against k / v, over the segments of their runs.
   void attention(int32_t layer, int32_t out, int32_t q, int32_t k, int32_t v, int64_t row, int64_t rows);
+  // The unchunked K/V and Q projections of layer l over every row into k, v (T rows) and a new
+  // q, from one norm, RoPE'd; returns q.
+  int32_t project_qkv(int32_t l, int32_t k, int32_t v);
   // attention over the query rows [row, row + rows) held in q, its projection added to x.
   void query_tail(int32_t layer, int32_t q, int32_t k, int32_t v, int64_t row, int64_t rows, int32_t chunk);
   // The chunked query pass of layer l once its keys and values are in k and v: the candidates'

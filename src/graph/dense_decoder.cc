@@ -42,15 +42,7 @@ void attention_block(DecoderBuilder& b, int32_t l) {
   const int32_t k = g.tensor(Role::k, Cat::kv, b.act(), T, c.kv_dim(), l);
   const int32_t v = g.tensor(Role::v, Cat::kv, b.act(), T, c.kv_dim(), l);
   if (chunks.qkv == 1 && chunks.attention == 1 && !b.candidates_only(l)) {
-    const int32_t n = g.tensor(Role::attn_norm, Cat::norm, b.act(), T, c.hidden, l);
-    b.norm(l, WeightRole::attn_norm, n, 0, T);
-    const int32_t q = g.tensor(Role::q, Cat::query, b.act(), T, c.q_dim(), l);
-    b.linear(l, WeightRole::q, {q, 0}, n, T, c.qkv_bias);
-    b.linear(l, WeightRole::k, {k, 0}, n, T, c.qkv_bias);
-    b.linear(l, WeightRole::v, {v, 0}, n, T, c.qkv_bias);
-    b.rope({q, 0}, b.positions, 0, T);
-    b.rope({k, 0}, b.positions, 0, T);
-    b.query_tail(l, q, k, v, 0, T, -1);
+    b.query_tail(l, b.project_qkv(l, k, v), k, v, 0, T, -1);
     return;
   }
   b.group = ChunkGroup::qkv;
