@@ -26,12 +26,10 @@ reference (--reference-only fails on either).
 Exit status 0 when every case passes, 1 otherwise.
 """
 
-import argparse
 import json
 import os
 import shutil
 import sys
-import time
 from dataclasses import dataclass
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -369,16 +367,7 @@ def run_error_case(mosaic, case, models, reference_only):
 def build_models(mosaic, workdir, names):
     """{name: (Model, folder)} for the named models (variants copy their base's folder);
     returns (models, failures)."""
-    models, failed = {}, []
-    bases = sorted({VARIANTS[n].base if n in VARIANTS else n for n in names})
-    for name in bases:
-        model_dir = os.path.join(workdir, f"model_{name}")
-        try:
-            cg.make_model(mosaic, cg.MODELS[name], model_dir)
-            models[name] = (ref.load_model(model_dir), model_dir)
-        except (CheckFailure, ValueError) as e:
-            print(f"FAIL model {name}:\n  " + "\n  ".join(str(e).splitlines()))
-            failed.append(f"model {name}")
+    models, failed = cg.build_models(mosaic, workdir, {VARIANTS[n].base if n in VARIANTS else n for n in names})
     for name in sorted(n for n in names if n in VARIANTS):
         v = VARIANTS[name]
         if v.base not in models:
@@ -392,67 +381,18 @@ def build_models(mosaic, workdir, names):
     return models, failed
 
 
+def run_one(mosaic, workdir, case, models, reference_only):
+    """A comparison case, or an error case (both sides must refuse it)."""
+    if case.name in ERROR_NAMES:
+        return run_error_case(mosaic, case, models, reference_only)
+    return run_case(mosaic, workdir, case, models, reference_only)
+
+
+ERROR_NAMES = {c.name for c in ERROR_CASES}
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--mosaic", required=True, help="path to the mosaic executable")
-    parser.add_argument("--workdir", required=True, help="scratch folder (created)")
-    parser.add_argument("--cases", default="", help="comma-separated case names")
-    parser.add_argument("--reference-only", action="store_true",
-                        help="run only the reference (needs make-test-model): near ties")
-    parser.add_argument("--list", action="store_true", help="list the cases and exit")
-    args = parser.parse_args(argv)
-
-    if args.list:
-        for c in ALL_CASES:
-            print(f"{c.name:36s} {c.model:14s} prompts {c.prompts} {c.params} {c.notes}")
-        return 0
-    cases = ALL_CASES
-    if args.cases:
-        names = args.cases.split(",")
-        unknown = set(names) - {c.name for c in ALL_CASES}
-        if unknown:
-            parser.error(f"unknown cases {sorted(unknown)}")
-        cases = [c for c in ALL_CASES if c.name in names]
-    mosaic = os.path.abspath(args.mosaic)
-    if not os.access(mosaic, os.X_OK):
-        print(f"FAIL: mosaic executable not found or not executable: {mosaic}")
-        return 1
-    os.makedirs(args.workdir, exist_ok=True)
-
-    t_start = time.monotonic()
-    models, failed = build_models(mosaic, args.workdir, {c.model for c in cases})
-    errors = {c.name for c in ERROR_CASES}
-    for case in cases:
-        if case.model not in models:
-            failed.append(case.name)
-            print(f"FAIL {case.name} (no model {case.model})")
-            continue
-        t0 = time.monotonic()
-        try:
-            if case.name in errors:
-                ok, summary, lines = run_error_case(mosaic, case, models,
-                                                    args.reference_only)
-            else:
-                ok, summary, lines = run_case(mosaic, args.workdir, case, models,
-                                              args.reference_only)
-        except (CheckFailure, ValueError) as e:
-            ok, summary, lines = False, "error", ["  " + line for line in
-                                                  str(e).splitlines()]
-        status = "PASS" if ok else "FAIL"
-        note = f"; {case.notes}" if case.notes else ""
-        print(f"{status} {case.name:36s} ({summary}{note}; {time.monotonic() - t0:.1f} s)")
-        for line in lines:
-            print(line)
-        if not ok:
-            failed.append(case.name)
-    took = time.monotonic() - t_start
-    what = "reference-only cases" if args.reference_only else "cases"
-    if failed:
-        print(f"\n{len(failed)} of {len(cases)} {what} failed: {', '.join(failed)} "
-              f"({took:.0f} s; models kept in {args.workdir})")
-        return 1
-    print(f"\nall {len(cases)} {what} agree ({took:.0f} s)")
-    return 0
+    return cg.check_main(argv, ALL_CASES, build_models, run_one, width=36)
 
 
 if __name__ == "__main__":

@@ -448,8 +448,25 @@ def run_case(mosaic, workdir, case, models, reference_only):
     return not lines, summary, warnings + lines
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def build_models(mosaic, workdir, names):
+    """{name: (reference model, folder)} of the MODELS named, and the names that failed."""
+    models, failed = {}, []
+    for name in sorted(names):
+        model_dir = os.path.join(workdir, f"model_{name}")
+        try:
+            make_model(mosaic, MODELS[name], model_dir)
+            models[name] = (ref.load_model(model_dir), model_dir)
+        except (CheckFailure, ValueError) as e:
+            print(f"FAIL model {name}:\n  " + "\n  ".join(str(e).splitlines()))
+            failed.append(f"model {name}")
+    return models, failed
+
+
+def check_main(argv, all_cases, build, run_one, width=30):
+    """The command line of a cross-check: --list, --cases, --reference-only; builds the cases'
+    models with build(mosaic, workdir, names) and runs each case with
+    run_one(mosaic, workdir, case, models, reference_only) -> (ok, summary, lines)."""
+    parser = argparse.ArgumentParser(description=sys.modules["__main__"].__doc__.split("\n")[0])
     parser.add_argument("--mosaic", required=True, help="path to the mosaic executable")
     parser.add_argument("--workdir", required=True, help="scratch folder (created)")
     parser.add_argument("--cases", default="", help="comma-separated case names")
@@ -459,16 +476,16 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     if args.list:
-        for c in CASES:
-            print(f"{c.name:32s} {c.model:10s} prompts {c.prompts} {c.params} {c.notes}")
+        for c in all_cases:
+            print(f"{c.name:{width + 2}s} {c.model:14s} prompts {c.prompts} {c.params} {c.notes}")
         return 0
-    cases = CASES
+    cases = all_cases
     if args.cases:
         names = args.cases.split(",")
-        unknown = set(names) - {c.name for c in CASES}
+        unknown = set(names) - {c.name for c in all_cases}
         if unknown:
             parser.error(f"unknown cases {sorted(unknown)}")
-        cases = [c for c in CASES if c.name in names]
+        cases = [c for c in all_cases if c.name in names]
     mosaic = os.path.abspath(args.mosaic)
     if not os.access(mosaic, os.X_OK):
         print(f"FAIL: mosaic executable not found or not executable: {mosaic}")
@@ -476,15 +493,7 @@ def main(argv=None):
     os.makedirs(args.workdir, exist_ok=True)
 
     t_start = time.monotonic()
-    models, failed = {}, []
-    for name in sorted({c.model for c in cases}):
-        model_dir = os.path.join(args.workdir, f"model_{name}")
-        try:
-            make_model(mosaic, MODELS[name], model_dir)
-            models[name] = (ref.load_model(model_dir), model_dir)
-        except (CheckFailure, ValueError) as e:
-            print(f"FAIL model {name}:\n  " + "\n  ".join(str(e).splitlines()))
-            failed.append(f"model {name}")
+    models, failed = build(mosaic, args.workdir, {c.model for c in cases})
     for case in cases:
         if case.model not in models:
             failed.append(case.name)
@@ -492,14 +501,13 @@ def main(argv=None):
             continue
         t0 = time.monotonic()
         try:
-            ok, summary, lines = run_case(mosaic, args.workdir, case, models,
-                                          args.reference_only)
+            ok, summary, lines = run_one(mosaic, args.workdir, case, models, args.reference_only)
         except (CheckFailure, ValueError) as e:
             ok, summary, lines = False, "error", ["  " + line for line in
                                                   str(e).splitlines()]
         status = "PASS" if ok else "FAIL"
         note = f"; {case.notes}" if case.notes else ""
-        print(f"{status} {case.name:30s} ({summary}{note}; {time.monotonic() - t0:.1f} s)")
+        print(f"{status} {case.name:{width}s} ({summary}{note}; {time.monotonic() - t0:.1f} s)")
         for line in lines:
             print(line)
         if not ok:
@@ -512,6 +520,10 @@ def main(argv=None):
         return 1
     print(f"\nall {len(cases)} {what} agree ({took:.0f} s)")
     return 0
+
+
+def main(argv=None):
+    return check_main(argv, CASES, build_models, run_case)
 
 
 if __name__ == "__main__":

@@ -764,27 +764,7 @@ def generate_dream(model, prompt, p, ids):
         masked = np.flatnonzero(x == ids.mask)
         if masked.size == 0 or t >= S:
             break
-        if rule:
-            cand = masked
-            x0, conf = sample(cand, t)
-            srt = np.sort(conf)[::-1]
-            k = _rule_count(srt, p)
-            _note_rule(res.ties, srt, k, p, t, cand[0])
-            chosen = top_positions(conf, cand, k)
-        elif p.alg == "origin":
-            prob = 1.0 if t == S - 1 else float(dream_fraction(ts, t))
-            u = rng.uniform_at(p.seed, 0, masked.astype(np.uint32), t, rng.STREAM_TRANSFER)
-            cand = masked[u < prob]
-            x0 = sample(cand, t)[0] if cand.size else np.zeros(0, dtype=np.int64)
-            chosen = np.arange(cand.size)
-        else:
-            cand = masked
-            n = dream_transfer_count(masked.size, ts, t, S)
-            if n == 0:                   # a step that commits nothing needs no forward
-                x0, chosen = np.zeros(0, dtype=np.int64), []
-            else:
-                x0, conf = sample(cand, t)
-                chosen = _dream_select(cand, n, conf, t, p, res)
+        cand, x0, chosen = _dream_step(masked, t, t, S, ts, rule, p, sample, res)
         _commit(x, cand, chosen, x0, t, P, ids.mask, res)
         t += 1
         if p.stop_at_eos and stop_reached(x, P, stop_ids, ids.mask, ids.eos):
@@ -792,6 +772,30 @@ def generate_dream(model, prompt, p, ids):
             break
     res.steps = t
     return _finish(res, x, P, fwd)
+
+
+def _dream_step(masked, t, i, S, ts, rule, p, sample, res):
+    """(candidates, their tokens, indices committed) of one Dream step over `masked`: the rule,
+    or step i of a schedule `ts` of S steps (the whole canvas's, or a block's); the noise is
+    addressed by the generation's step t."""
+    if rule:
+        cand = masked
+        x0, conf = sample(cand, t)
+        srt = np.sort(conf)[::-1]
+        k = _rule_count(srt, p)
+        _note_rule(res.ties, srt, k, p, t, cand[0])
+        return cand, x0, top_positions(conf, cand, k)
+    if p.alg == "origin":
+        prob = 1.0 if i == S - 1 else float(dream_fraction(ts, i))
+        u = rng.uniform_at(p.seed, 0, masked.astype(np.uint32), t, rng.STREAM_TRANSFER)
+        cand = masked[u < prob]
+        x0 = sample(cand, t)[0] if cand.size else np.zeros(0, dtype=np.int64)
+        return cand, x0, np.arange(cand.size)
+    n = dream_transfer_count(masked.size, ts, i, S)
+    if n == 0:                           # a step that commits nothing needs no forward
+        return masked, np.zeros(0, dtype=np.int64), []
+    x0, conf = sample(masked, t)
+    return masked, x0, _dream_select(masked, n, conf, t, p, res)
 
 
 def _generate_dream_blocks(model, prompt, p, ids, mode, rule):
@@ -828,28 +832,8 @@ def _generate_dream_blocks(model, prompt, p, ids, mode, rule):
                 cand = masked[:1]
                 x0, _ = sample(cand, t)
                 chosen = [0]
-            elif rule:
-                cand = masked
-                x0, conf = sample(cand, t)
-                srt = np.sort(conf)[::-1]
-                k = _rule_count(srt, p)
-                _note_rule(res.ties, srt, k, p, t, cand[0])
-                chosen = top_positions(conf, cand, k)
-            elif p.alg == "origin":
-                prob = 1.0 if i == Sb - 1 else float(dream_fraction(ts, i))
-                u = rng.uniform_at(p.seed, 0, masked.astype(np.uint32), t,
-                                   rng.STREAM_TRANSFER)
-                cand = masked[u < prob]
-                x0 = sample(cand, t)[0] if cand.size else np.zeros(0, dtype=np.int64)
-                chosen = np.arange(cand.size)
             else:
-                cand = masked
-                n = dream_transfer_count(masked.size, ts, i, Sb)
-                if n == 0:               # a step that commits nothing needs no forward
-                    x0, chosen = np.zeros(0, dtype=np.int64), []
-                else:
-                    x0, conf = sample(cand, t)
-                    chosen = _dream_select(cand, n, conf, t, p, res)
+                cand, x0, chosen = _dream_step(masked, t, i, Sb, ts, rule, p, sample, res)
             _commit(x, cand, chosen, x0, t, P, ids.mask, res)
             t += 1
             i += 1
