@@ -48,6 +48,16 @@ struct BlockLayout {
     return length;
   }
 
+  // Where the attention block holding q begins (0 under full attention: one block).
+  int64_t block_start(int64_t q) const {
+    switch (kind) {
+      case BlockAttention::none: return 0;
+      case BlockAttention::prompt: return q < prompt ? 0 : prompt + (q - prompt) / block * block;
+      case BlockAttention::absolute: return q / block * block;
+    }
+    return 0;
+  }
+
   // Where the run of queries that share q's key range ends (the next query with another range).
   int64_t same_keys_until(int64_t q) const { return kind == BlockAttention::none ? length : key_end(q); }
 };

@@ -15,6 +15,9 @@ TEST(BlockAttention, PromptBlockThenBlocksFromItsEnd) {
   const BlockLayout layout{BlockAttention::prompt, 5, 4, 13};
   const int64_t expected[13] = {5, 5, 5, 5, 5, 9, 9, 9, 9, 13, 13, 13, 13};
   for (int64_t q = 0; q < 13; ++q) EXPECT_EQ(layout.key_end(q), expected[q]) << q;
+  EXPECT_EQ(layout.block_start(3), 0);
+  EXPECT_EQ(layout.block_start(7), 5);
+  EXPECT_EQ(layout.block_start(9), 9);
 }
 
 // P = 5, B = 4, L = 14: grid blocks [0, 4), [4, 8), [8, 12), [12, 14) (cut at L).
@@ -22,6 +25,8 @@ TEST(BlockAttention, AbsoluteBlocksFromPositionZero) {
   const BlockLayout layout{BlockAttention::absolute, 5, 4, 14};
   const int64_t expected[14] = {4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12, 14, 14};
   for (int64_t q = 0; q < 14; ++q) EXPECT_EQ(layout.key_end(q), expected[q]) << q;
+  EXPECT_EQ(layout.block_start(5), 4);  // the prompt's tail shares its block with position 5
+  EXPECT_EQ(layout.block_start(13), 12);
 }
 
 TEST(BlockAttention, DecodingBlocksFollowTheKind) {

@@ -117,10 +117,9 @@ void SequenceDecoder::after_forward() {
   ++forwards_;
   if (blocks_.empty()) return;
   block_forwarded_ = true;
-  // Everything before the attention block holding the active block is final now: its start
-  // (an absolute grid block also holding the prompt's tail starts before the decoding block).
-  const int64_t begin = block().begin;
-  final_until_ = layout_.kind == BlockAttention::absolute ? begin / layout_.block * layout_.block : begin;
+  // Everything before the attention block holding the active block is final now (an absolute
+  // grid block also holding the prompt's tail starts before the decoding block).
+  final_until_ = layout_.block_start(block().begin);
 }
 
 void SequenceDecoder::prepare_llada() {
