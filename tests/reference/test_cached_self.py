@@ -603,27 +603,8 @@ class CommandLineTest(unittest.TestCase):
         self.assertEqual(json.loads(out)["results"][0]["cache"], "block")
 
 
-class CheckCachedPlumbingTest(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        script = os.path.join(self.tmp.name, "fake_cli.py")
-        with open(script, "w") as f:
-            f.write(tgs.FAKE_CLI.format(here=tgs.HERE))
-        self.mosaic = os.path.join(self.tmp.name, "mosaic")
-        with open(self.mosaic, "w") as f:
-            f.write(f'#!/bin/sh\nexec {sys.executable} {script} "$@"\n')
-        os.chmod(self.mosaic, 0o755)
-
-    def tearDown(self):
-        self.tmp.cleanup()
-
-    def run_check(self, cases, bug=""):
-        out = io.StringIO()
-        with mock.patch.dict(os.environ, {"FAKE_GENERATE_BUG": bug}), \
-                contextlib.redirect_stdout(out):
-            rc = ccg.main(["--mosaic", self.mosaic, "--cases", cases,
-                           "--workdir", os.path.join(self.tmp.name, "w")])
-        return rc, out.getvalue()
+class CheckCachedPlumbingTest(tgs.FakeMosaicCase):
+    check = ccg
 
     def test_argv_round_trip(self):
         """Every case's command line parses back (generate_np's parser) to its Params."""

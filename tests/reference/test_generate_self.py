@@ -667,7 +667,11 @@ sys.exit(rc)
 '''
 
 
-class CheckGeneratePlumbingTest(unittest.TestCase):
+class FakeMosaicCase(unittest.TestCase):
+    """A fake `mosaic` (FAKE_CLI: the reference behind the CLI's interface, with bugs to order)
+    in a temporary folder; run_check runs the cross-check module `check`'s main against it."""
+    check = None
+
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
         script = os.path.join(self.tmp.name, "fake_cli.py")
@@ -685,9 +689,13 @@ class CheckGeneratePlumbingTest(unittest.TestCase):
         out = io.StringIO()
         with mock.patch.dict(os.environ, {"FAKE_GENERATE_BUG": bug}), \
                 contextlib.redirect_stdout(out):
-            rc = check_generate.main(["--mosaic", self.mosaic, "--cases", cases,
-                                      "--workdir", os.path.join(self.tmp.name, "w")])
+            rc = self.check.main(["--mosaic", self.mosaic, "--cases", cases,
+                                  "--workdir", os.path.join(self.tmp.name, "w")])
         return rc, out.getvalue()
+
+
+class CheckGeneratePlumbingTest(FakeMosaicCase):
+    check = check_generate
 
     def test_argv_round_trip(self):
         """Every case's command line parses back (generate_np's parser) to its Params."""
