@@ -34,8 +34,7 @@ from dataclasses import dataclass
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import check_generate as cg  # noqa: E402
-from check_generate import (D, L, case_prompts, compare, resolve_case,  # noqa: E402
-                            tie_summary)
+from check_generate import D, L, case_prompts, compare  # noqa: E402
 from cli_runner import CheckFailure, run_command  # noqa: E402
 import generate_np as gen  # noqa: E402
 import reference_forward as ref  # noqa: E402
@@ -300,44 +299,16 @@ def compare_cached(results, got_json, prompts, eos_id=None):
     return lines
 
 
+def describe(results):
+    return (f"cache {','.join(sorted({r.cache for r in results}))}, steps "
+            f"{','.join(str(r.steps) for r in results)}, forwards "
+            f"{','.join(str(r.forwards) for r in results)}")
+
+
 def run_case(mosaic, workdir, case, models, reference_only):
-    """Returns (ok, summary text, report lines)."""
-    model, model_dir = models[case.model]
-    prompts = case_prompts(case)
-    model_dir, ids, p = resolve_case(case, model, model_dir, workdir, prompts)
-    if model_dir != models[case.model][1]:
-        model = ref.load_model(model_dir)
-    results = gen.generate_batch(model, prompts, p, ids)
-    closest, near = tie_summary(results)
-    summary = (f"cache {','.join(sorted({r.cache for r in results}))}, steps "
-               f"{','.join(str(r.steps) for r in results)}, forwards "
-               f"{','.join(str(r.forwards) for r in results)}")
-    if closest is not None:
-        summary += f", closest {closest.kind} gap {closest.gap:.1e}"
-    if ids.eot is not None:
-        summary += f", eot {ids.eot}"
-    if any(r.stopped_at_eos for r in results):
-        summary += ", stopped"
-    warnings = []
-    if near:
-        warnings.append(f"  NEAR TIE: {near} decision(s) of the reference within "
-                        f"{gen.NEAR_TIE:g} (closest: {closest}); change the case's seed")
-    mask_commits = sum(r.mask_commits for r in results)
-    if mask_commits:
-        warnings.append(f"  MASK COMMIT: the reference chose the mask id {mask_commits} "
-                        f"time(s) at committed positions; change the case's seed")
-    if reference_only:
-        return not warnings, summary, warnings
-    argv = mosaic_argv(mosaic, model_dir, model.family, prompts, p, ids.eot)
-    out = run_command(argv)
-    try:
-        got = json.loads(out)
-    except json.JSONDecodeError as e:
-        raise CheckFailure(f"mosaic generate printed no JSON ({e}): {out[:500]}")
-    lines = ["  " + line for line in compare_cached(results, got, prompts, ids.eos)]
-    if lines:
-        lines.append("  command: " + " ".join(argv))
-    return not lines, summary, warnings + lines
+    """check_generate's case, with the cache in the command line, the comparison and the summary."""
+    return cg.run_case(mosaic, workdir, case, models, reference_only, argv_of=mosaic_argv,
+                       compare_with=compare_cached, describe=describe)
 
 
 def run_error_case(mosaic, case, models, reference_only):

@@ -406,8 +406,11 @@ def tie_summary(results):
     return closest, near
 
 
-def run_case(mosaic, workdir, case, models, reference_only):
-    """Returns (ok, summary text, report lines)."""
+def run_case(mosaic, workdir, case, models, reference_only, argv_of=None, compare_with=None,
+             describe=None):
+    """Returns (ok, summary text, report lines). argv_of (mosaic_argv's arguments), compare_with
+    (compare's) and describe(results) -> the summary's first words let another check reuse it."""
+    argv_of, compare_with = argv_of or mosaic_argv, compare_with or compare
     model, model_dir = models[case.model]
     prompts = case_prompts(case)
     model_dir, ids, p = resolve_case(case, model, model_dir, workdir, prompts)
@@ -415,8 +418,7 @@ def run_case(mosaic, workdir, case, models, reference_only):
         model = ref.load_model(model_dir)
     results = gen.generate_batch(model, prompts, p, ids)
     closest, near = tie_summary(results)
-    steps = ",".join(str(r.steps) for r in results)
-    summary = f"steps {steps}"
+    summary = describe(results) if describe else "steps " + ",".join(str(r.steps) for r in results)
     if closest is not None:
         summary += f", closest {closest.kind} gap {closest.gap:.1e}"
     if ids.eot is not None:
@@ -436,13 +438,13 @@ def run_case(mosaic, workdir, case, models, reference_only):
                         f"x0 may be the mask id); change the case's seed")
     if reference_only:
         return not warnings, summary, warnings
-    argv = mosaic_argv(mosaic, model_dir, model.family, prompts, p, ids.eot)
+    argv = argv_of(mosaic, model_dir, model.family, prompts, p, ids.eot)
     out = run_command(argv)
     try:
         got = json.loads(out)
     except json.JSONDecodeError as e:
         raise CheckFailure(f"mosaic generate printed no JSON ({e}): {out[:500]}")
-    lines = ["  " + line for line in compare(results, got, prompts, ids.eos)]
+    lines = ["  " + line for line in compare_with(results, got, prompts, ids.eos)]
     if lines:
         lines.append("  command: " + " ".join(argv))
     return not lines, summary, warnings + lines
