@@ -314,13 +314,19 @@ def attention(model, layer, x, cos, sin):
     return linear(out, layer.wo)
 
 
-def final_hidden(model, ids):
-    """Final-normed hidden states [L, hidden] of one sequence of token ids."""
+def _checked_ids(model, ids):
+    """ids as a 1-D int64 array; ValueError for an empty list or an id outside the vocabulary."""
     ids = np.asarray(ids, dtype=np.int64)
     if ids.ndim != 1 or ids.size == 0:
         raise ValueError("ids must be a non-empty 1-D list of token ids")
     if ids.min() < 0 or ids.max() >= model.embed.shape[0]:
         raise ValueError(f"token id out of range [0, {model.embed.shape[0]})")
+    return ids
+
+
+def final_hidden(model, ids):
+    """Final-normed hidden states [L, hidden] of one sequence of token ids."""
+    ids = _checked_ids(model, ids)
     L = ids.size
     cos, sin = rope_cos_sin(L, model.head_dim, model.rope_theta)
     h = model.embed[ids].astype(model.dtype)
@@ -444,11 +450,7 @@ def forward_rows(model, ids, c0, c1, ranges, cache, rows):
     fresh K/V of [c0, c1). rows: the positions whose logits are wanted; their source rows
     (LLaDA q, Dream q - 1, row 0 for q = 0) must lie in [c0, c1). With c0 = 0, c1 = L and
     full ranges this is forward() (up to float64 rounding)."""
-    ids = np.asarray(ids, dtype=np.int64)
-    if ids.ndim != 1 or ids.size == 0:
-        raise ValueError("ids must be a non-empty 1-D list of token ids")
-    if ids.min() < 0 or ids.max() >= model.embed.shape[0]:
-        raise ValueError(f"token id out of range [0, {model.embed.shape[0]})")
+    ids = _checked_ids(model, ids)
     L = ids.size
     c0, c1 = int(c0), int(c1)
     if not 0 <= c0 < c1 <= L:
