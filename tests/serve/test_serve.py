@@ -71,6 +71,15 @@ def assert_error(test, status, body, want_status, param=None, code=None, fragmen
         test.assertIn(fragment, error["message"])
 
 
+def concurrently(send, count):
+    """send(0), ..., send(count - 1), each on its own thread, all at once; returns when all did."""
+    threads = [threading.Thread(target=send, args=(i,)) for i in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
 def concatenated(events, key):
     pieces = []
     for event in events:
@@ -196,11 +205,7 @@ class Endpoints(unittest.TestCase):
                 status, _, body = SERVER.post("/v1/completions", bodies[i])
                 answers[i] = body["mosaic"]
 
-        threads = [threading.Thread(target=send, args=(i,)) for i in range(len(bodies))]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        concurrently(send, len(bodies))
         for i, answer in enumerate(answers):
             self.assertEqual(answer["output_ids"], solo[i], f"request {i}")
         self.assertGreater(max(a["largest_batch"] for a in answers), 1, "the requests shared steps")
@@ -217,11 +222,7 @@ class Endpoints(unittest.TestCase):
         def send(i):
             answers[i] = SERVER.post("/v1/completions", bodies[i])[2]["mosaic"]
 
-        threads = [threading.Thread(target=send, args=(i,)) for i in range(len(bodies))]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        concurrently(send, len(bodies))
         for i, answer in enumerate(answers):
             self.assertEqual(answer["output_ids"], solo[i]["output_ids"], f"request {i}")
         # A cached answer is `mosaic generate --cache`'s, and every page came back.
@@ -372,11 +373,7 @@ class Admission(unittest.TestCase):
             def send(i):
                 results.append(server.post("/v1/completions", completion(f"q{i}", max_tokens=256, steps=128)))
 
-            threads = [threading.Thread(target=send, args=(i,)) for i in range(6)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
+            concurrently(send, 6)
             statuses = sorted(r[0] for r in results)
             self.assertIn(429, statuses)
             self.assertIn(200, statuses)
@@ -400,11 +397,7 @@ class Batching(unittest.TestCase):
         def send(i):
             answers[i] = server.post("/v1/completions", bodies[i])
 
-        threads = [threading.Thread(target=send, args=(i,)) for i in range(len(bodies))]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        concurrently(send, len(bodies))
         return answers
 
     def test_fixed_batching_gives_the_same_answers(self):
