@@ -12,33 +12,48 @@ bool starts_with_system(std::span<const ChatMessage> messages) {
   return !messages.empty() && messages.front().role == "system";
 }
 
-std::string render_llada(std::span<const ChatMessage> messages, bool add_generation_prompt) {
-  std::string text = "<|startoftext|>";
-  for (const ChatMessage& message : messages) {
-    text += "<|start_header_id|>" + message.role + "<|end_header_id|>\n\n" + message.content +
-            "<|eot_id|>";
+// Markup and message text in order; adjacent markup is one part.
+class ChatWriter {
+ public:
+  ChatWriter& markup(std::string_view text) { return add(text, false); }
+  ChatWriter& message(std::string_view text) { return add(text, true); }
+  std::vector<ChatPart> parts() && { return std::move(parts_); }
+
+ private:
+  ChatWriter& add(std::string_view text, bool from_message) {
+    if (text.empty()) return *this;
+    if (!parts_.empty() && parts_.back().from_message == from_message) parts_.back().text += text;
+    else parts_.push_back({std::string(text), from_message});
+    return *this;
   }
-  if (add_generation_prompt) text += "<|start_header_id|>assistant<|end_header_id|>\n\n";
-  return text;
+  std::vector<ChatPart> parts_;
+};
+
+std::vector<ChatPart> render_llada(std::span<const ChatMessage> messages, bool add_generation_prompt) {
+  ChatWriter out;
+  out.markup("<|startoftext|>");
+  for (const ChatMessage& message : messages) {
+    out.markup("<|start_header_id|>").message(message.role).markup("<|end_header_id|>\n\n");
+    out.message(message.content).markup("<|eot_id|>");
+  }
+  if (add_generation_prompt) out.markup("<|start_header_id|>assistant<|end_header_id|>\n\n");
+  return std::move(out).parts();
 }
 
-std::string render_dream(std::span<const ChatMessage> messages, bool add_generation_prompt) {
-  std::string text;
-  auto add_turn = [&text](std::string_view role, std::string_view content) {
-    text.append("<|im_start|>").append(role).append("\n").append(content).append("<|im_end|>\n");
-  };
-  if (!starts_with_system(messages)) add_turn("system", kDreamDefaultSystem);
-  for (const ChatMessage& message : messages) add_turn(message.role, message.content);
-  if (add_generation_prompt) text += "<|im_start|>assistant\n";
-  return text;
+std::vector<ChatPart> render_dream(std::span<const ChatMessage> messages, bool add_generation_prompt) {
+  ChatWriter out;
+  if (!starts_with_system(messages))
+    out.markup("<|im_start|>system\n").markup(kDreamDefaultSystem).markup("<|im_end|>\n");
+  for (const ChatMessage& message : messages)
+    out.markup("<|im_start|>").message(message.role).markup("\n").message(message.content).markup("<|im_end|>\n");
+  if (add_generation_prompt) out.markup("<|im_start|>assistant\n");
+  return std::move(out).parts();
 }
 
-std::string render_llada_moe(std::span<const ChatMessage> messages, bool add_generation_prompt) {
-  std::string text;
-  auto add_turn = [&text](std::string_view role, std::string_view content) {
-    text.append("<role>").append(role).append("</role>").append(content).append("<|role_end|>");
-  };
-  if (!starts_with_system(messages)) add_turn("SYSTEM", kLladaMoeDefaultSystem);
+std::vector<ChatPart> render_llada_moe(std::span<const ChatMessage> messages, bool add_generation_prompt) {
+  ChatWriter out;
+  if (!starts_with_system(messages))
+    out.markup("<role>SYSTEM</role>").markup(kLladaMoeDefaultSystem).markup("<|role_end|>");
   for (size_t i = 0; i < messages.size(); ++i) {
     const std::string& role = messages[i].role;
     std::string_view tag;
@@ -54,16 +69,16 @@ std::string render_llada_moe(std::span<const ChatMessage> messages, bool add_gen
           "assistant)",
           i, role);
     }
-    add_turn(tag, messages[i].content);
+    out.markup("<role>").markup(tag).markup("</role>").message(messages[i].content).markup("<|role_end|>");
   }
-  if (add_generation_prompt) text += "<role>ASSISTANT</role>";
-  return text;
+  if (add_generation_prompt) out.markup("<role>ASSISTANT</role>");
+  return std::move(out).parts();
 }
 
 }  // namespace
 
-std::string render_chat(ChatFormat format, std::span<const ChatMessage> messages,
-                        bool add_generation_prompt) {
+std::vector<ChatPart> render_chat_parts(ChatFormat format, std::span<const ChatMessage> messages,
+                                        bool add_generation_prompt) {
   switch (format) {
     case ChatFormat::llada:
       return render_llada(messages, add_generation_prompt);
@@ -73,6 +88,13 @@ std::string render_chat(ChatFormat format, std::span<const ChatMessage> messages
       return render_llada_moe(messages, add_generation_prompt);
   }
   MOSAIC_ASSERT(false, "unknown chat format {}", static_cast<int>(format));
+}
+
+std::string render_chat(ChatFormat format, std::span<const ChatMessage> messages,
+                        bool add_generation_prompt) {
+  std::string text;
+  for (const ChatPart& part : render_chat_parts(format, messages, add_generation_prompt)) text += part.text;
+  return text;
 }
 
 std::optional<ChatFormat> chat_format_for_architecture(std::string_view architecture) {

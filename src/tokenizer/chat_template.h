@@ -11,14 +11,18 @@
 //
 // (lines broken here only). Dream and LLaDA-MoE insert their default system turn when the first
 // message is not a system message. The rendered text already holds the BOS where one belongs:
-// encode it with add_special_tokens=false. Contents are inserted verbatim, so special-token
-// text inside a message becomes that special token when encoded, as with the Jinja templates.
+// encode it with add_special_tokens=false. render_chat_parts keeps the format's markup apart
+// from what the messages hold (roles and contents), so that special-token text inside a message
+// can be encoded as plain text (Tokenizer::SpecialText::plain) while the markup's tokens stay
+// special; render_chat joins the parts (encoded whole, message text that spells a special token
+// becomes it, as with the Jinja templates).
 #pragma once
 
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace mosaic {
 
@@ -29,8 +33,16 @@ struct ChatMessage {
   std::string content;
 };
 
+// One stretch of a rendered chat: the format's markup, or text from a message (a role or content).
+struct ChatPart {
+  std::string text;
+  bool from_message = false;
+};
+
 // Throws mosaic::Error for a role that the format cannot express (llada_moe knows only system,
 // user and assistant).
+std::vector<ChatPart> render_chat_parts(ChatFormat format, std::span<const ChatMessage> messages,
+                                        bool add_generation_prompt);
 std::string render_chat(ChatFormat format, std::span<const ChatMessage> messages,
                         bool add_generation_prompt);
 

@@ -55,11 +55,11 @@ std::vector<AddedToken> in_matching_order(const std::vector<AddedToken>& tokens)
 }
 
 AddedTokenMatcher make_matcher(const std::vector<AddedToken>& ordered, bool normalized,
-                               const Normalizer& normalizer) {
+                               const Normalizer& normalizer, bool with_special = true) {
   std::vector<AddedToken> tokens;
   std::vector<std::string> patterns;
   for (const AddedToken& token : ordered) {
-    if (token.normalized != normalized) continue;
+    if (token.normalized != normalized || (token.special && !with_special)) continue;
     tokens.push_back(token);
     std::string storage;
     patterns.emplace_back(normalized ? normalizer.apply(token.content, storage) : token.content);
@@ -87,6 +87,8 @@ std::shared_ptr<const Pipeline> build_pipeline(const JsonNode& root) {
                                                       read_added_tokens(root["added_tokens"]),
                                                       AddedTokenMatcher(),
                                                       AddedTokenMatcher(),
+                                                      AddedTokenMatcher(),
+                                                      AddedTokenMatcher(),
                                                       {},
                                                       {},
                                                       {}});
@@ -95,6 +97,8 @@ std::shared_ptr<const Pipeline> build_pipeline(const JsonNode& root) {
   const std::vector<AddedToken> ordered = in_matching_order(p.added_tokens);
   p.raw_matcher = make_matcher(ordered, false, p.normalizer);
   p.normalized_matcher = make_matcher(ordered, true, p.normalizer);
+  p.raw_plain_matcher = make_matcher(ordered, false, p.normalizer, /*with_special=*/false);
+  p.normalized_plain_matcher = make_matcher(ordered, true, p.normalizer, /*with_special=*/false);
 
   int64_t id_limit = 0;
   for (const auto& [token, id] : p.model.vocabulary())

@@ -26,6 +26,10 @@ struct Pipeline {
   std::vector<AddedToken> added_tokens;
   AddedTokenMatcher raw_matcher;         // added tokens with normalized=false
   AddedTokenMatcher normalized_matcher;  // added tokens with normalized=true
+  // The same without the special tokens: for text whose special-token text is plain
+  // (Tokenizer::SpecialText::plain, Hugging Face's split_special_tokens).
+  AddedTokenMatcher raw_plain_matcher;
+  AddedTokenMatcher normalized_plain_matcher;
   StringMap<int32_t> added_token_ids;    // content -> id
 
   // Indexed by id: the token's string (empty for ids no token has) and whether

@@ -9,7 +9,11 @@
 //
 // encode: added/special tokens are found in the text first (so "<|im_end|>" in a prompt is one
 // token), then normalizer -> pre-tokenizer -> BPE on the rest; add_special_tokens applies the
-// post-processor's template (e.g. a BOS). decode: token strings through the decoder; ids that
+// post-processor's template (e.g. a BOS). Text whose special-token text must stay plain (what a
+// user typed: "<|mdm_mask|>" there is twelve characters, not the mask token) is a piece with
+// SpecialText::plain: special tokens are not looked for in it (Hugging Face's
+// split_special_tokens; plain added tokens still match). Pieces are joined before the
+// normalizer and BPE run, so a plain piece encodes as it would inside the whole text. decode: token strings through the decoder; ids that
 // are not in the vocabulary are skipped, as Hugging Face does.
 //
 // A Tokenizer is immutable and cheap to copy (copies share their tables); encode and decode may
@@ -33,6 +37,12 @@ struct Pipeline;
 
 class Tokenizer {
  public:
+  enum class SpecialText { parse, plain };
+  struct TextPiece {
+    std::string_view text;
+    SpecialText special = SpecialText::parse;
+  };
+
   // Throws mosaic::Error naming the file and field for a missing or malformed file, a model
   // other than BPE (WordPiece, Unigram, ...) and any unsupported component.
   static Tokenizer load(const std::filesystem::path& tokenizer_json);
@@ -41,6 +51,9 @@ class Tokenizer {
 
   // Throws mosaic::Error when `text` is not valid UTF-8.
   std::vector<int32_t> encode(std::string_view text, bool add_special_tokens = false) const;
+  std::vector<int32_t> encode(std::string_view text, SpecialText special, bool add_special_tokens = false) const;
+  // The pieces' text in order, each read as its `special` says.
+  std::vector<int32_t> encode(std::span<const TextPiece> pieces, bool add_special_tokens = false) const;
   std::string decode(std::span<const int32_t> ids, bool skip_special_tokens = false) const;
 
   // The id of a token string (added tokens first, then the BPE vocabulary), e.g. "<|mdm_mask|>".
