@@ -9,6 +9,7 @@
 #include "api/step_runner_factory.h"
 #include "core/error.h"
 #include "core/format_bytes.h"
+#include "core/regular_file.h"
 #include "exec/forward_batch.h"
 #include "exec/step_runner.h"
 #include "gen/generation_options.h"
@@ -58,7 +59,8 @@ std::unique_ptr<Engine> Engine::open(const std::filesystem::path& model_dir, con
   info.attention = std::string(block_attention_name(c.block_attention));
   info.weight_bytes = impl->model->weights().bytes;
   info.weight_dtype = std::string(dtype_name(impl->model->weights().embedding.dtype));
-  if (std::filesystem::exists(model_dir / "tokenizer.json"))
+  // Present means loaded: a tokenizer.json that cannot be read is an error, not a missing file.
+  if (RegularFile::open_if_exists(model_dir / "tokenizer.json"))
     impl->tokenizer = Tokenizer::load(model_dir / "tokenizer.json");
 
   BackendChoice backend = make_step_runner(*impl->model, options);

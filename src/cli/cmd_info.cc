@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "core/printable.h"
 #include "mosaic/engine.h"
 
 namespace mosaic::cli {
@@ -19,7 +20,7 @@ int run_info(const InfoOptions& options) {
   const auto engine = Engine::open(options.model);
   const ModelInfo& info = engine->info();
   nlohmann::ordered_json report = {
-      {"path", options.model},       {"family", info.family},     {"architecture", info.architecture},
+      {"path", printable(options.model)},       {"family", info.family},     {"architecture", info.architecture},
       {"layers", info.layers},       {"hidden", info.hidden},     {"heads", info.heads},
       {"kv_heads", info.kv_heads},   {"head_dim", info.head_dim}, {"ffn", info.ffn},
       {"vocab", info.vocab},         {"rope_theta", info.rope_theta},

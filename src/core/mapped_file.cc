@@ -1,41 +1,28 @@
 #include "core/mapped_file.h"
 
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <utility>
 
 #include "core/error.h"
+#include "core/printable.h"
 
 namespace mosaic {
 
-MappedFile MappedFile::open(const std::filesystem::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail("{}: cannot open: {}", path.string(), std::strerror(errno));
-  struct stat info {};
-  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
-    ::close(fd);
-    fail("{}: not a regular file", path.string());
-  }
+MappedFile MappedFile::open(const std::filesystem::path& path) { return map(RegularFile::open(path)); }
+
+MappedFile MappedFile::map(const RegularFile& source) {
   MappedFile file;
-  file.path_ = path;
-  file.size_ = static_cast<size_t>(info.st_size);
+  file.path_ = source.path();
+  file.size_ = static_cast<size_t>(source.size());
   if (file.size_ > 0) {
-    void* data = ::mmap(nullptr, file.size_, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (data == MAP_FAILED) {
-      const int error = errno;
-      ::close(fd);
-      fail("{}: cannot map {} bytes: {}", path.string(), file.size_, std::strerror(error));
-    }
+    void* data = ::mmap(nullptr, file.size_, PROT_READ, MAP_PRIVATE, source.fd(), 0);
+    if (data == MAP_FAILED)
+      fail("{}: cannot map {} bytes: {}", printable_path(source.path()), file.size_, std::strerror(errno));
     file.data_ = static_cast<const std::byte*>(data);
   }
-  ::close(fd);
   return file;
 }
 
@@ -60,15 +47,6 @@ void MappedFile::release() noexcept {
   if (data_ != nullptr) ::munmap(const_cast<std::byte*>(data_), size_);
   data_ = nullptr;
   size_ = 0;
-}
-
-std::string read_text_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("{}: cannot open: {}", path.string(), std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) fail("{}: read error", path.string());
-  return text.str();
 }
 
 }  // namespace mosaic

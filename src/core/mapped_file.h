@@ -7,12 +7,16 @@
 #include <span>
 #include <string>
 
+#include "core/regular_file.h"
+
 namespace mosaic {
 
 class MappedFile {
  public:
-  // Throws mosaic::Error naming the path when the file cannot be opened or mapped.
+  // Throws mosaic::Error naming the path when the file cannot be opened or mapped (regular
+  // files only: see regular_file.h).
   static MappedFile open(const std::filesystem::path& path);
+  static MappedFile map(const RegularFile& file);
 
   MappedFile() = default;
   MappedFile(MappedFile&& other) noexcept;
@@ -32,8 +36,5 @@ class MappedFile {
   const std::byte* data_ = nullptr;
   size_t size_ = 0;
 };
-
-// Reads a whole (small) text file; throws mosaic::Error naming the path on failure.
-std::string read_text_file(const std::filesystem::path& path);
 
 }  // namespace mosaic

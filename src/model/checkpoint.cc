@@ -2,9 +2,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <map>
+#include <optional>
+#include <set>
+#include <string_view>
+#include <utility>
 
 #include "core/error.h"
+#include "core/json_parse.h"
+#include "core/log.h"
+#include "core/printable.h"
+#include "core/regular_file.h"
 #include "model/safetensors.h"
 
 namespace mosaic {
@@ -16,15 +25,14 @@ using nlohmann::json;
 constexpr const char* kSingleFile = "model.safetensors";
 constexpr const char* kIndexFile = "model.safetensors.index.json";
 
+// A shard index names every tensor; the largest released ones (hundreds of thousands of
+// tensors) are a few MiB.
+constexpr uint64_t kIndexMaxBytes = uint64_t{64} << 20;
+
 // weight_map of the index: tensor name -> shard file name (a plain name inside the folder).
-std::map<std::string, std::string> read_weight_map(const fs::path& index_path) {
-  const std::string source = index_path.string();
-  json root;
-  try {
-    root = json::parse(read_text_file(index_path));
-  } catch (const json::exception& error) {  // parse_error, and out_of_range for 1e999
-    fail("{}: not valid JSON: {}", source, error.what());
-  }
+std::map<std::string, std::string> read_weight_map(const RegularFile& index_file) {
+  const std::string source = printable_path(index_file.path());
+  const json root = parse_json(index_file.read_all(kIndexMaxBytes), source);
   if (!root.is_object() || !root.contains("weight_map") || !root.at("weight_map").is_object())
     fail("{}: missing object 'weight_map'", source);
   std::map<std::string, std::string> weight_map;
@@ -41,48 +49,86 @@ std::map<std::string, std::string> read_weight_map(const fs::path& index_path) {
   return weight_map;
 }
 
+// `dir` must be a folder we can look into; anything else is named with the system's reason.
+void check_folder(const fs::path& dir) {
+  std::error_code error;
+  const fs::file_status status = fs::status(dir, error);
+  if (error && error != std::errc::no_such_file_or_directory && error != std::errc::not_a_directory)
+    fail("{}: cannot open: {}", printable_path(dir), error.message());
+  if (!fs::is_directory(status))
+    fail("{}: not a directory (expected a Hugging Face model folder)", printable_path(dir));
+}
+
+bool is_inside(const fs::path& path, const fs::path& folder) {
+  const auto [folder_end, path_end] = std::mismatch(folder.begin(), folder.end(), path.begin(), path.end());
+  return folder_end == folder.end();
+}
+
+// Weights linked in from elsewhere are legitimate (a shared disk), but worth a word: the files
+// Mosaic reads are then not the folder's own. huggingface_hub's cache is the exception that must
+// stay silent: a snapshot folder models--org--name/snapshots/<rev>/ holds only symlinks into
+// ../../blobs/. Checked on the link's target after it opened; a race only changes a warning.
+void warn_if_linked_outside(const fs::path& dir, const fs::path& file) {
+  std::error_code error;
+  if (!fs::is_symlink(fs::symlink_status(file, error)) || error) return;
+  const fs::path real_dir = fs::canonical(dir, error);
+  if (error) return;
+  const fs::path target = fs::canonical(file, error);
+  if (error || is_inside(target, real_dir)) return;
+  const fs::path snapshots = real_dir.parent_path();
+  if (snapshots.filename() == "snapshots" && target.parent_path() == snapshots.parent_path() / "blobs") return;
+  log(LogLevel::warn, "{} is a symlink to {}, outside the model folder {}", printable_path(file),
+      printable_path(target), printable_path(real_dir));
+}
+
 }  // namespace
 
 Checkpoint Checkpoint::open(const fs::path& dir) {
-  if (!fs::is_directory(dir)) fail("{}: not a directory (expected a Hugging Face model folder)", dir.string());
+  check_folder(dir);
   Checkpoint checkpoint;
   checkpoint.dir_ = dir;
   checkpoint.config_ = load_model_config(dir);
+  const std::string folder = printable_path(dir);
 
   // Which files to open, and (when sharded) which file each tensor must come from.
   std::vector<std::string> file_names;
   std::map<std::string, std::string> weight_map;
-  if (fs::exists(dir / kIndexFile)) {
-    weight_map = read_weight_map(dir / kIndexFile);
+  std::optional<RegularFile> single;
+  if (std::optional<RegularFile> index = RegularFile::open_if_exists(dir / kIndexFile)) {
+    warn_if_linked_outside(dir, index->path());
+    weight_map = read_weight_map(*index);
+    std::set<std::string_view> listed;
     for (const auto& [name, shard] : weight_map)
-      if (std::find(file_names.begin(), file_names.end(), shard) == file_names.end())
-        file_names.push_back(shard);
-  } else if (fs::exists(dir / kSingleFile)) {
+      if (listed.insert(shard).second) file_names.push_back(shard);
+  } else if ((single = RegularFile::open_if_exists(dir / kSingleFile))) {
     file_names.push_back(kSingleFile);
-  } else if (fs::exists(dir / "pytorch_model.bin") || fs::exists(dir / "pytorch_model.bin.index.json")) {
-    fail("{}: holds PyTorch .bin weights; Mosaic reads safetensors (model.safetensors)", dir.string());
   } else {
-    fail("{}: no {} or {} in this folder", dir.string(), kSingleFile, kIndexFile);
+    std::error_code error;
+    if (fs::exists(dir / "pytorch_model.bin", error) || fs::exists(dir / "pytorch_model.bin.index.json", error))
+      fail("{}: holds PyTorch .bin weights; Mosaic reads safetensors (model.safetensors)", folder);
+    fail("{}: no {} or {} in this folder", folder, kSingleFile, kIndexFile);
   }
 
   for (const std::string& file_name : file_names) {
     const fs::path path = dir / file_name;
-    if (!fs::exists(path))
-      fail("{}: shard '{}' named by {} does not exist", dir.string(), file_name, kIndexFile);
-    MappedFile file = MappedFile::open(path);
-    const SafetensorsHeader header = parse_safetensors(file.bytes(), path.string());
+    const std::string source = printable_path(path);
+    std::optional<RegularFile> opened = single ? std::exchange(single, std::nullopt) : RegularFile::open_if_exists(path);
+    if (!opened) fail("{}: shard '{}' named by {} does not exist", folder, file_name, kIndexFile);
+    warn_if_linked_outside(dir, path);
+    MappedFile file = MappedFile::map(*opened);
+    const SafetensorsHeader header = parse_safetensors(file.bytes(), source);
     const size_t file_index = checkpoint.files_.size();
     for (const SafetensorsTensor& tensor : header.tensors) {
       if (!weight_map.empty()) {
         const auto listed = weight_map.find(tensor.name);
         if (listed == weight_map.end())
-          fail("{}: tensor '{}' is not listed in {}", path.string(), tensor.name, kIndexFile);
+          fail("{}: tensor '{}' is not listed in {}", source, tensor.name, kIndexFile);
         if (listed->second != file_name)
-          fail("{}: tensor '{}' is listed in {} under shard '{}'", path.string(), tensor.name,
+          fail("{}: tensor '{}' is listed in {} under shard '{}'", source, tensor.name,
                kIndexFile, listed->second);
       }
       if (checkpoint.by_name_.contains(tensor.name))
-        fail("{}: tensor '{}' also appears in another file", path.string(), tensor.name);
+        fail("{}: tensor '{}' also appears in another file", source, tensor.name);
       checkpoint.by_name_.emplace(tensor.name, checkpoint.tensors_.size());
       checkpoint.tensors_.push_back({tensor.name, tensor.dtype, tensor.shape,
                                      file.bytes().data() + tensor.offset, tensor.bytes,
@@ -93,7 +139,7 @@ Checkpoint Checkpoint::open(const fs::path& dir) {
   for (const auto& [name, shard] : weight_map)
     if (!checkpoint.by_name_.contains(name))
       fail("{}: tensor '{}' is listed in {} but shard '{}' does not contain it",
-           (dir / shard).string(), name, kIndexFile, shard);
+           printable_path(dir / shard), name, kIndexFile, shard);
   return checkpoint;
 }
 

@@ -3,9 +3,12 @@
 #include <nlohmann/json.hpp>
 
 #include <limits>
+#include <optional>
 
 #include "core/error.h"
-#include "core/mapped_file.h"
+#include "core/json_parse.h"
+#include "core/printable.h"
+#include "core/regular_file.h"
 
 namespace mosaic {
 namespace {
@@ -99,6 +102,9 @@ constexpr int64_t kMaxHeads = 4096;
 constexpr int64_t kMaxFfn = int64_t{1} << 22;
 constexpr int64_t kMaxVocab = int64_t{1} << 24;
 constexpr int64_t kMaxTokenId = std::numeric_limits<int32_t>::max();
+// A released config.json is a few KiB; the cap bounds what a hostile one costs (the parsed form
+// takes about twice the text).
+constexpr uint64_t kConfigJsonMaxBytes = uint64_t{16} << 20;
 
 // The shape facts every family shares, checked once.
 void check_shape(const ModelConfig& config, std::string_view source, const char* hidden_field,
@@ -112,9 +118,19 @@ void check_shape(const ModelConfig& config, std::string_view source, const char*
   if (config.head_dim % 2 != 0)
     fail("{}: head dimension {} ('{}' / '{}') must be even for rotary embeddings", source,
          config.head_dim, hidden_field, heads_field);
-  if (config.mask_token_id >= config.vocab)
-    fail("{}: mask_token_id {} is outside the vocabulary of {} tokens", source,
-         config.mask_token_id, config.vocab);
+}
+
+// Special token ids index the embedding and the logits: one outside the vocabulary would be
+// looked up out of bounds or never be produced (generation would not stop at an eos it cannot
+// sample). A family default the config did not override is named as such.
+void check_token_ids(const ModelConfig& config, const ConfigFields& fields) {
+  const std::pair<const char*, int64_t> ids[] = {{"mask_token_id", config.mask_token_id},
+                                                 {"eos_token_id", config.eos_token_id},
+                                                 {"pad_token_id", config.pad_token_id}};
+  for (const auto& [name, id] : ids)
+    if (id >= config.vocab)
+      fail("{}: {} {} is outside the vocabulary of {} tokens{}", fields.source(), name, id, config.vocab,
+           fields.has(name) ? "" : fmt::format(" (the family's default: config.json has no '{}')", name));
 }
 
 // "block_attention": Mosaic's field for models that attend block-causally (until a family's own
@@ -173,6 +189,7 @@ ModelConfig parse_llada(const json& root, std::string_view source, std::string a
   fields.require_null("clip_qkv", "q/k/v clipping is not implemented");
   config.block_attention = block_attention_of(fields);
   check_shape(config, source, "d_model", "n_heads", "n_kv_heads");
+  check_token_ids(config, fields);
   return config;
 }
 
@@ -207,6 +224,7 @@ ModelConfig parse_dream(const json& root, std::string_view source, std::string a
   fields.require_null("rope_scaling", "rotary scaling is not implemented");
   config.block_attention = block_attention_of(fields);
   check_shape(config, source, "hidden_size", "num_attention_heads", "num_key_value_heads");
+  check_token_ids(config, fields);
   return config;
 }
 
@@ -252,12 +270,7 @@ std::string_view family_name(Family family) {
 }
 
 ModelConfig parse_model_config(std::string_view json_text, std::string_view source) {
-  json root;
-  try {
-    root = json::parse(json_text);
-  } catch (const json::exception& error) {  // parse_error, and out_of_range for 1e999
-    fail("{}: not valid JSON: {}", source, error.what());
-  }
+  const json root = parse_json(json_text, source);
   if (!root.is_object()) fail("{}: expected a JSON object at the top level", source);
 
   std::string architecture = architecture_of(root, source);
@@ -271,11 +284,10 @@ ModelConfig parse_model_config(std::string_view json_text, std::string_view sour
 
 ModelConfig load_model_config(const std::filesystem::path& model_dir) {
   const std::filesystem::path path = model_dir / "config.json";
-  if (!std::filesystem::exists(path))
-    fail("{}: no config.json in this folder (expected a Hugging Face model folder)",
-         model_dir.string());
-  const std::string text = read_text_file(path);
-  return parse_model_config(text, path.string());
+  const std::optional<RegularFile> file = RegularFile::open_if_exists(path);
+  if (!file)
+    fail("{}: no config.json in this folder (expected a Hugging Face model folder)", printable_path(model_dir));
+  return parse_model_config(file->read_all(kConfigJsonMaxBytes), printable_path(path));
 }
 
 }  // namespace mosaic

@@ -140,6 +140,30 @@ TEST(Config, InconsistentShapes) {
               HasSubstr("embedding_size 1000 is smaller than vocab_size"));
 }
 
+TEST(Config, SpecialTokenIdsMustBeInTheVocabulary) {
+  // LLaDA-8B: vocab_size 126464, embedding_size 126464.
+  EXPECT_EQ(error_of(with(kLlada8B, "eos_token_id", 126464)),
+            "config.json: eos_token_id 126464 is outside the vocabulary of 126464 tokens");
+  EXPECT_EQ(error_of(with(kDream7B, "pad_token_id", 152064)),
+            "config.json: pad_token_id 152064 is outside the vocabulary of 152064 tokens");
+  EXPECT_NO_THROW(parse_model_config(with(kLlada8B, "eos_token_id", 126463), "config.json"));
+  // A default the config leaves in place is named as one (LLaDA's eos default is 126081).
+  json small = json::parse(kLlada8B);
+  small.erase("eos_token_id"), small.erase("pad_token_id");
+  small["vocab_size"] = small["embedding_size"] = 1024;
+  small["mask_token_id"] = 1000;
+  EXPECT_EQ(error_of(small.dump()),
+            "config.json: eos_token_id 126081 is outside the vocabulary of 1024 tokens (the family's default: "
+            "config.json has no 'eos_token_id')");
+}
+
+TEST(Config, DeepNestingIsRefused) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  std::string text = kLlada8B;
+  text.insert(1, "\"alibi\": " + deep + ", ");
+  EXPECT_EQ(error_of(text), "config.json: nested deeper than 64 levels, the limit for JSON that Mosaic reads");
+}
+
 TEST(Config, UnsupportedFeaturesAreRefused) {
   EXPECT_THAT(error_of(with(kLlada8B, "alibi", true)), HasSubstr("'alibi' = true is not supported"));
   EXPECT_THAT(error_of(with(kLlada8B, "block_type", "sequential")), HasSubstr("'block_type'"));

@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
-#include <unordered_set>
 
 #include "core/error.h"
+#include "core/json_parse.h"
 
 namespace mosaic {
 namespace {
@@ -20,28 +20,44 @@ uint64_t read_le64(const std::byte* p) {
   return value;
 }
 
-// JSON parse that refuses duplicate tensor names: the format gives no rule for them, and
-// silently picking one would be a silent wrong answer.
+// Duplicate names are refused: the format gives no rule for them, and silently picking one would
+// be a silent wrong answer.
 json parse_header_json(std::string_view text, std::string_view source) {
-  std::unordered_set<std::string> seen;
-  std::string duplicate;
-  json::parser_callback_t reject_duplicates = [&](int depth, json::parse_event_t event,
-                                                  json& parsed) {
-    if (depth == 1 && event == json::parse_event_t::key && duplicate.empty()) {
-      const std::string& key = parsed.get_ref<const std::string&>();
-      if (!seen.insert(key).second) duplicate = key;
-    }
-    return true;
-  };
-  json root;
-  try {
-    root = json::parse(text, reject_duplicates);
-  } catch (const json::exception& error) {
-    fail("{}: safetensors header is not valid JSON: {}", source, error.what());
-  }
-  if (!duplicate.empty()) fail("{}: tensor '{}' appears twice in the header", source, duplicate);
+  json root = parse_json(text, source, {.what = "safetensors header", .refuse_duplicate_keys = true});
   if (!root.is_object()) fail("{}: safetensors header is not a JSON object", source);
   return root;
+}
+
+// Tensors (sorted by data offsets) must tile the data section exactly: no two sharing bytes (a
+// writer bug or a crafted file would otherwise alias weights), no gap, no trailing bytes. The
+// reference loader refuses the last two as well, so whatever Mosaic loads, the Hub's tools load.
+void check_data_coverage(const std::vector<SafetensorsTensor>& sorted, uint64_t data_offset,
+                         uint64_t data_bytes, std::string_view source) {
+  const SafetensorsTensor* previous = nullptr;
+  for (const SafetensorsTensor& tensor : sorted) {
+    if (tensor.bytes == 0) continue;
+    if (previous != nullptr && tensor.offset < previous->offset + previous->bytes)
+      fail("{}: tensors '{}' and '{}' overlap in the data section", source, previous->name,
+           tensor.name);
+    previous = &tensor;
+  }
+  uint64_t covered = 0;  // relative to the data section
+  previous = nullptr;
+  for (const SafetensorsTensor& tensor : sorted) {
+    const uint64_t begin = tensor.offset - data_offset;
+    if (begin != covered) {
+      if (previous == nullptr)
+        fail("{}: the first tensor '{}' begins at byte {} of the data section, not at 0 (tensors must "
+             "cover the data section without gaps)", source, tensor.name, begin);
+      fail("{}: tensor '{}' begins at byte {} of the data section but '{}' ends at byte {} (tensors must "
+           "cover the data section without gaps)", source, tensor.name, begin, previous->name, covered);
+    }
+    covered = begin + tensor.bytes;
+    previous = &tensor;
+  }
+  if (covered != data_bytes)
+    fail("{}: {} bytes after the last tensor's data: the data section is {} bytes but its tensors end at "
+         "byte {} (a damaged or appended file?)", source, data_bytes - covered, data_bytes, covered);
 }
 
 std::map<std::string, std::string> parse_metadata(const json& value, std::string_view source) {
@@ -146,19 +162,11 @@ SafetensorsHeader parse_safetensors(std::span<const std::byte> file, std::string
     header.tensors.push_back(parse_entry(name, entry, header.data_offset, data_bytes, source));
   }
 
-  // No two tensors may share bytes: a writer bug or a crafted file would otherwise alias weights.
   std::sort(header.tensors.begin(), header.tensors.end(),
             [](const SafetensorsTensor& a, const SafetensorsTensor& b) {
               return a.offset != b.offset ? a.offset < b.offset : a.bytes < b.bytes;
             });
-  const SafetensorsTensor* previous = nullptr;
-  for (const SafetensorsTensor& tensor : header.tensors) {
-    if (tensor.bytes == 0) continue;
-    if (previous != nullptr && tensor.offset < previous->offset + previous->bytes)
-      fail("{}: tensors '{}' and '{}' overlap in the data section", source, previous->name,
-           tensor.name);
-    previous = &tensor;
-  }
+  check_data_coverage(header.tensors, header.data_offset, data_bytes, source);
   return header;
 }
 

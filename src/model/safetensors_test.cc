@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 
 #include "core/error.h"
@@ -86,7 +87,7 @@ TEST(Safetensors, DuplicateNames) {
                   R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]},
                       "a": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})",
                   8)),
-              HasSubstr("tensor 'a' appears twice"));
+              HasSubstr("w.safetensors: safetensors header: key \"a\" appears twice in one object"));
 }
 
 TEST(Safetensors, UnknownDtype) {
@@ -125,6 +126,57 @@ TEST(Safetensors, MalformedEntries) {
   EXPECT_THAT(error_of(file_with_header(R"({"__metadata__": {"n": 1}})", 0)),
               HasSubstr("'__metadata__' entry 'n' must be a string"));
   EXPECT_THAT(error_of(file_with_header(R"({"w": 3})", 0)), HasSubstr("entry must be an object"));
+}
+
+TEST(Safetensors, TrailingBytesAreRefused) {
+  EXPECT_EQ(error_of(file_with_header(R"({"w": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}})", 12)),
+            "w.safetensors: 8 bytes after the last tensor's data: the data section is 12 bytes but its tensors "
+            "end at byte 4 (a damaged or appended file?)");
+  EXPECT_THAT(error_of(file_with_header("{}", 3)), HasSubstr("3 bytes after the last tensor's data"));
+}
+
+TEST(Safetensors, GapsAreRefused) {
+  EXPECT_THAT(error_of(file_with_header(
+                  R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]},
+                      "b": {"dtype": "F32", "shape": [1], "data_offsets": [8, 12]}})",
+                  12)),
+              HasSubstr("tensor 'b' begins at byte 8 of the data section but 'a' ends at byte 4"));
+  EXPECT_THAT(error_of(file_with_header(R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})", 8)),
+              HasSubstr("the first tensor 'a' begins at byte 4 of the data section, not at 0"));
+  // A zero-size tensor inside another one's bytes: the reference loader refuses it too.
+  EXPECT_THAT(error_of(file_with_header(
+                  R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
+                      "z": {"dtype": "F32", "shape": [0], "data_offsets": [4, 4]}})",
+                  8)),
+              HasSubstr("tensor 'z' begins at byte 4 of the data section but 'a' ends at byte 8"));
+}
+
+TEST(Safetensors, OnlySpacesMayFollowTheHeaderJson) {
+  const std::string json = R"({"w": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}})";
+  EXPECT_EQ(parse_safetensors(file_with_header(json + "      ", 4), "w.safetensors").tensors.size(), 1u);
+  EXPECT_THAT(error_of(file_with_header(json + std::string("\0garbage", 8), 4)),
+              HasSubstr("w.safetensors: safetensors header is not valid JSON: a NUL byte at offset"));
+  EXPECT_THAT(error_of(file_with_header(json + "xx", 4)), HasSubstr("safetensors header is not valid JSON"));
+}
+
+TEST(Safetensors, DeepNestingIsRefused) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  EXPECT_THAT(error_of(file_with_header(R"({"w": {"dtype": "F32", "shape": )" + deep + R"(, "data_offsets": [0, 0]}})", 0)),
+              HasSubstr("w.safetensors: safetensors header is nested deeper than 64 levels"));
+}
+
+TEST(Safetensors, AHundredThousandTensorsParseInLinearTime) {
+  // 512 s before: nlohmann's parser callback rescans the header object as each entry closes.
+  std::string json = "{";
+  for (int i = 0; i < 100000; ++i)
+    json += fmt::format("{}\"t{}\": {{\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [{}, {}]}}",
+                        i ? ", " : "", i, 4 * i, 4 * i + 4);
+  json += "}";
+  const auto start = std::chrono::steady_clock::now();
+  const SafetensorsHeader header = parse_safetensors(file_with_header(json, 400000), "w.safetensors");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  ASSERT_EQ(header.tensors.size(), 100000u);
+  EXPECT_EQ(header.tensors[99999].offset, header.data_offset + 4 * 99999);
 }
 
 }  // namespace

@@ -7,40 +7,9 @@
 #include <cstring>
 #include <iterator>
 
+#include "core/utf8.h"
+
 namespace mosaic::tokenizer {
-namespace {
-
-// Well-formed UTF-8 per Unicode Table 3-7. Returns the length of the sequence at `p` when it is
-// well formed (positive), or minus the length of its maximal ill-formed subpart (at least 1):
-// the bytes that began a plausible sequence and must be replaced together.
-int scan_utf8(const unsigned char* p, size_t available) {
-  const unsigned char lead = p[0];
-  if (lead < 0x80) return 1;
-  int length = 0;
-  unsigned char second_low = 0x80, second_high = 0xBF;
-  if (lead >= 0xC2 && lead <= 0xDF) {
-    length = 2;
-  } else if (lead >= 0xE0 && lead <= 0xEF) {
-    length = 3;
-    if (lead == 0xE0) second_low = 0xA0;   // no overlong forms
-    if (lead == 0xED) second_high = 0x9F;  // no surrogates
-  } else if (lead >= 0xF0 && lead <= 0xF4) {
-    length = 4;
-    if (lead == 0xF0) second_low = 0x90;   // no overlong forms
-    if (lead == 0xF4) second_high = 0x8F;  // nothing above U+10FFFF
-  } else {
-    return -1;
-  }
-  for (int i = 1; i < length; ++i) {
-    if (static_cast<size_t>(i) >= available) return -i;
-    const unsigned char low = i == 1 ? second_low : 0x80;
-    const unsigned char high = i == 1 ? second_high : 0xBF;
-    if (p[i] < low || p[i] > high) return -i;
-  }
-  return length;
-}
-
-}  // namespace
 
 std::optional<size_t> find_invalid_utf8(std::string_view text) {
   const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
@@ -55,7 +24,7 @@ std::optional<size_t> find_invalid_utf8(std::string_view text) {
         continue;
       }
     }
-    const int step = scan_utf8(bytes + pos, text.size() - pos);
+    const int step = utf8_scan(bytes + pos, text.size() - pos);
     if (step < 0) return pos;
     pos += static_cast<size_t>(step);
   }
@@ -131,7 +100,7 @@ void append_utf8_lossy(std::string& out, std::string_view bytes) {
   const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
   size_t pos = 0;
   while (pos < bytes.size()) {
-    const int step = scan_utf8(p + pos, bytes.size() - pos);
+    const int step = utf8_scan(p + pos, bytes.size() - pos);
     if (step > 0) {
       out.append(bytes.data() + pos, static_cast<size_t>(step));
       pos += static_cast<size_t>(step);
