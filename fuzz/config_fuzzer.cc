@@ -15,7 +15,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (config.hidden <= 0 || config.heads <= 0 || config.kv_heads <= 0 ||
         config.heads % config.kv_heads != 0 || config.head_dim * config.heads != config.hidden ||
         config.head_dim % 2 != 0 || config.ffn <= 0 || config.vocab <= 0 ||
-        config.mask_token_id >= config.vocab || config.layers <= 0)
+        config.mask_token_id >= config.vocab || config.eos_token_id >= config.vocab ||
+        config.pad_token_id >= config.vocab || config.layers <= 0)
       __builtin_trap();
   } catch (const mosaic::Error&) {
   }

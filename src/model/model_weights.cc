@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "core/error.h"
+#include "core/printable.h"
 #include "model/weight_names.h"
 
 namespace mosaic {
@@ -61,8 +62,8 @@ std::unique_ptr<Model> Model::load(const std::filesystem::path& dir) {
     const CheckpointTensor* tensor = checkpoint.find(spec.name);
     if (tensor == nullptr)
       fail("{}: missing tensor '{}' (a {} checkpoint with this config.json needs shape [{}])",
-           dir.string(), spec.name, family, fmt::join(spec.shape, ", "));
-    const std::string file = checkpoint.file_path(tensor->file).string();
+           printable_path(dir), spec.name, family, fmt::join(spec.shape, ", "));
+    const std::string file = printable_path(checkpoint.file_path(tensor->file));
     if (tensor->shape != spec.shape)
       fail("{}: tensor '{}' has shape [{}] but config.json implies [{}]", file, spec.name,
            fmt::join(tensor->shape, ", "), fmt::join(spec.shape, ", "));
@@ -84,7 +85,7 @@ std::unique_ptr<Model> Model::load(const std::filesystem::path& dir) {
   for (const CheckpointTensor& tensor : checkpoint.tensors())
     if (!expected.contains(tensor.name))
       fail("{}: unexpected tensor '{}' (not part of a {} checkpoint with this config.json)",
-           checkpoint.file_path(tensor.file).string(), tensor.name, family);
+           printable_path(checkpoint.file_path(tensor.file)), tensor.name, family);
   if (config.tied_embeddings) weights.lm_head = weights.embedding;
   return model;
 }

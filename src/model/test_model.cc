@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/half.h"
 #include "core/philox.h"
+#include "core/printable.h"
 #include "model/config_json.h"
 #include "model/safetensors.h"
 #include "model/weight_names.h"
@@ -71,7 +72,7 @@ uint64_t spec_bytes(const WeightSpec& spec, DType dtype) {
 
 void write_all(std::ofstream& file, const void* data, uint64_t bytes, const fs::path& path) {
   file.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
-  if (!file) fail("{}: write failed (disk full?)", path.string());
+  if (!file) fail("{}: write failed (disk full?)", printable_path(path));
 }
 
 std::string shard_name(int index, int count) {
@@ -142,11 +143,11 @@ void write_test_model(const ModelConfig& config, const TestModelOptions& options
     fail("--shards {} exceeds the number of tensors ({})", options.shards, specs.size());
   std::error_code error;
   fs::create_directories(out, error);
-  if (error) fail("{}: cannot create directory: {}", out.string(), error.message());
+  if (error) fail("{}: cannot create directory: {}", printable_path(out), error.message());
   {
     std::ofstream file(out / "config.json");
     file << config_text;
-    if (!file) fail("{}: write failed", (out / "config.json").string());
+    if (!file) fail("{}: write failed", printable_path(out / "config.json"));
   }
 
   uint64_t total = 0;
@@ -177,7 +178,7 @@ void write_test_model(const ModelConfig& config, const TestModelOptions& options
     const SafetensorsLayout layout = layout_safetensors(layout_specs, {{"format", "pt"}});
     const fs::path path = out / shard_name(shard, options.shards);
     std::ofstream file(path, std::ios::binary | std::ios::trunc);
-    if (!file) fail("{}: cannot create file", path.string());
+    if (!file) fail("{}: cannot create file", printable_path(path));
     write_all(file, layout.header.data(), layout.header.size(), path);
     std::vector<std::byte> buffer;
     for (size_t i = shard_begin[shard]; i < shard_begin[shard + 1]; ++i) {
@@ -198,7 +199,7 @@ void write_test_model(const ModelConfig& config, const TestModelOptions& options
     index["weight_map"] = weight_map;
     std::ofstream file(out / "model.safetensors.index.json");
     file << index.dump(2) << "\n";
-    if (!file) fail("{}: write failed", (out / "model.safetensors.index.json").string());
+    if (!file) fail("{}: write failed", printable_path(out / "model.safetensors.index.json"));
   }
 }
 
