@@ -54,17 +54,23 @@ void PrometheusText::sample(std::string_view name, double value, const Labels& l
   text_ += '\n';
 }
 
-void PrometheusText::histogram(std::string_view name, std::string_view help, const Histogram& histogram) {
+void PrometheusText::histogram(std::string_view name, std::string_view help, const Histogram& histogram,
+                               const Labels& labels) {
   family(name, "histogram", help);
   uint64_t cumulative = 0;
   const std::string bucket = fmt::format("{}_bucket", name);
+  auto with_le = [&](std::string le) {
+    Labels all = labels;
+    all.emplace_back("le", std::move(le));
+    return all;
+  };
   for (size_t i = 0; i < histogram.upper_bounds().size(); ++i) {
     cumulative += histogram.bucket_counts()[i];
-    sample(bucket, static_cast<double>(cumulative), {{"le", format_sample_value(histogram.upper_bounds()[i])}});
+    sample(bucket, static_cast<double>(cumulative), with_le(format_sample_value(histogram.upper_bounds()[i])));
   }
-  sample(bucket, static_cast<double>(histogram.count()), {{"le", "+Inf"}});
-  sample(fmt::format("{}_sum", name), histogram.sum());
-  sample(fmt::format("{}_count", name), static_cast<double>(histogram.count()));
+  sample(bucket, static_cast<double>(histogram.count()), with_le("+Inf"));
+  sample(fmt::format("{}_sum", name), histogram.sum(), labels);
+  sample(fmt::format("{}_count", name), static_cast<double>(histogram.count()), labels);
 }
 
 }  // namespace mosaic::serve

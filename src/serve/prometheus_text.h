@@ -37,7 +37,8 @@ class PrometheusText {
   // type: "counter" or "gauge". Call sample() for each labelled value after it.
   void family(std::string_view name, std::string_view type, std::string_view help);
   void sample(std::string_view name, double value, const Labels& labels = {});
-  void histogram(std::string_view name, std::string_view help, const Histogram& histogram);
+  // A histogram family with one series; `labels` go on every sample (before `le`).
+  void histogram(std::string_view name, std::string_view help, const Histogram& histogram, const Labels& labels = {});
   const std::string& text() const { return text_; }
 
  private:

@@ -38,6 +38,21 @@ TEST(PrometheusText, HistogramBucketsAreCumulative) {
             "mosaic_step_seconds_count 5\n");
 }
 
+TEST(PrometheusText, ALabelledHistogramLabelsEverySampleBeforeLe) {
+  Histogram h({1});
+  h.observe(0.5);
+  h.observe(2);
+  PrometheusText out;
+  out.histogram("vllm:e2e_request_latency_seconds", "Latency.", h, {{"model_name", "tiny"}});
+  EXPECT_EQ(out.text(),
+            "# HELP vllm:e2e_request_latency_seconds Latency.\n"
+            "# TYPE vllm:e2e_request_latency_seconds histogram\n"
+            "vllm:e2e_request_latency_seconds_bucket{model_name=\"tiny\",le=\"1\"} 1\n"
+            "vllm:e2e_request_latency_seconds_bucket{model_name=\"tiny\",le=\"+Inf\"} 2\n"
+            "vllm:e2e_request_latency_seconds_sum{model_name=\"tiny\"} 2.5\n"
+            "vllm:e2e_request_latency_seconds_count{model_name=\"tiny\"} 2\n");
+}
+
 TEST(PrometheusText, SpecialValues) {
   EXPECT_EQ(format_sample_value(1.0 / 0.0), "+Inf");
   EXPECT_EQ(format_sample_value(-1.0 / 0.0), "-Inf");

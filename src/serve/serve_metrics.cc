@@ -9,6 +9,33 @@ std::vector<double> latency_buckets() {
   return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120};
 }
 
+// The bucket bounds vLLM's Prometheus logger uses for the same figures (vllm/v1/metrics/loggers.py),
+// so that its dashboards' quantile panels read the same.
+std::vector<double> vllm_first_token_buckets() {
+  return {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0,
+          2.5,   5.0,   7.5,  10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0};
+}
+
+std::vector<double> vllm_per_output_token_buckets() {
+  return {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0};
+}
+
+std::vector<double> vllm_request_latency_buckets() {
+  return {0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0,
+          960.0, 1920.0, 7680.0};
+}
+
+// 1, 2, 5, 10, 20, 50, ... up to `max` (vLLM's build_1_2_5_buckets); unknown context: up to 10^6.
+std::vector<double> one_two_five_buckets(int64_t max) {
+  if (max <= 0) max = 1'000'000;
+  std::vector<double> bounds;
+  for (double decade = 1;; decade *= 10)
+    for (const double m : {1.0, 2.0, 5.0}) {
+      if (m * decade > static_cast<double>(max)) return bounds;
+      bounds.push_back(m * decade);
+    }
+}
+
 }  // namespace
 
 const char* outcome_name(Outcome outcome) {
@@ -24,14 +51,23 @@ const char* outcome_name(Outcome outcome) {
   return "?";
 }
 
-ServeMetrics::ServeMetrics(uint64_t budget_bytes)
+ServeMetrics::ServeMetrics(uint64_t budget_bytes, std::string model_name, int64_t max_model_len)
     : budget_bytes_(budget_bytes),
+      model_name_(std::move(model_name)),
       step_seconds_(latency_buckets()),
       step_requests_({1, 2, 4, 8, 16, 32, 64, 128, 256}),
       queue_seconds_(latency_buckets()),
       first_token_seconds_(latency_buckets()),
       request_seconds_(latency_buckets()),
-      request_nfe_({1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}) {}
+      request_nfe_({1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}),
+      vllm_first_token_(vllm_first_token_buckets()),
+      vllm_per_output_token_(vllm_per_output_token_buckets()),
+      vllm_e2e_(vllm_request_latency_buckets()),
+      vllm_queue_(vllm_request_latency_buckets()),
+      vllm_inference_(vllm_request_latency_buckets()),
+      vllm_prompt_tokens_(one_two_five_buckets(max_model_len)),
+      vllm_generation_tokens_(one_two_five_buckets(max_model_len)),
+      vllm_iteration_tokens_({1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384}) {}
 
 void ServeMetrics::count(Outcome outcome) {
   std::lock_guard lock(mutex_);
@@ -48,6 +84,26 @@ void ServeMetrics::finished(Outcome outcome, const RequestRecord& record, int64_
   if (outcome == Outcome::completed) request_nfe_.observe(static_cast<double>(forwards));
   request_steps_ += static_cast<uint64_t>(steps);
   answer_tokens_ += static_cast<uint64_t>(answer_tokens);
+  if (outcome == Outcome::cancelled) ++finished_abort_;
+}
+
+void ServeMetrics::answered(const std::string& finish_reason, int64_t prompt_tokens, int64_t completion_tokens,
+                            const RequestRecord& record) {
+  std::lock_guard lock(mutex_);
+  ++(finish_reason == "stop" ? finished_stop_ : finished_length_);
+  prompt_tokens_ += static_cast<uint64_t>(prompt_tokens);
+  generation_tokens_ += static_cast<uint64_t>(completion_tokens);
+  vllm_prompt_tokens_.observe(static_cast<double>(prompt_tokens));
+  vllm_generation_tokens_.observe(static_cast<double>(completion_tokens));
+  vllm_e2e_.observe(record.total_s);
+  vllm_queue_.observe(record.queue_s);
+  vllm_inference_.observe(record.total_s - record.queue_s);
+  if (record.first_token_s) {
+    vllm_first_token_.observe(*record.first_token_s);
+    // vLLM's definition: the time after the first token, shared by the tokens after it.
+    if (completion_tokens > 1)
+      vllm_per_output_token_.observe((record.total_s - *record.first_token_s) / static_cast<double>(completion_tokens - 1));
+  }
 }
 
 void ServeMetrics::step(const BatchStep& step, int64_t requests_in_step, Clock::time_point now) {
@@ -56,6 +112,7 @@ void ServeMetrics::step(const BatchStep& step, int64_t requests_in_step, Clock::
   committed_tokens_ += static_cast<uint64_t>(step.committed);
   step_seconds_.observe(step.seconds);
   step_requests_.observe(static_cast<double>(requests_in_step));
+  if (step.sequences > 0) vllm_iteration_tokens_.observe(static_cast<double>(step.committed));
   if (step.sequences > 0) {
     arena_bytes_ = step.arena_bytes;
     planned_peak_ = step.planned_peak;
@@ -65,6 +122,16 @@ void ServeMetrics::step(const BatchStep& step, int64_t requests_in_step, Clock::
   cache_bytes_ = step.cache_bytes;
   recent_tokens_.emplace_back(now, step.committed);
   while (!recent_tokens_.empty() && now - recent_tokens_.front().first > kTokenRateWindow) recent_tokens_.pop_front();
+}
+
+void ServeMetrics::refused(int status) {
+  std::lock_guard lock(mutex_);
+  ++refusals_[status];
+}
+
+void ServeMetrics::set_connections(size_t open) {
+  std::lock_guard lock(mutex_);
+  connections_ = open;
 }
 
 void ServeMetrics::set_load(int64_t queued, int64_t running) {
@@ -98,6 +165,13 @@ std::string ServeMetrics::render() const {
   out.family("mosaic_requests_total", "counter", "Requests by outcome.");
   for (int k = 0; k < kOutcomeCount; ++k)
     out.sample("mosaic_requests_total", static_cast<double>(outcomes_[k]), {{"outcome", outcome_name(Outcome(k))}});
+  out.family("mosaic_http_refusals_total", "counter",
+             "Requests the connection guard answered itself, by status (408 slow, 413 too large, 400 malformed, "
+             "503 connection cap, ...).");
+  for (const auto& [status, count] : refusals_)
+    out.sample("mosaic_http_refusals_total", static_cast<double>(count), {{"status", std::to_string(status)}});
+  out.family("mosaic_http_connections", "gauge", "Client connections open (idle, arriving or being answered).");
+  out.sample("mosaic_http_connections", static_cast<double>(connections_));
   out.family("mosaic_queue_depth", "gauge", "Requests waiting to join a batch.");
   out.sample("mosaic_queue_depth", static_cast<double>(queued_));
   out.family("mosaic_batch_size", "gauge", "Requests in the running batch.");
@@ -145,7 +219,39 @@ std::string ServeMetrics::render() const {
   out.histogram("mosaic_request_first_token_seconds", "Arrival to the first committed token.", first_token_seconds_);
   out.histogram("mosaic_request_seconds", "Arrival to the end of the request.", request_seconds_);
   out.histogram("mosaic_request_nfe", "Forwards (NFE) per completed request.", request_nfe_);
+  render_vllm(out);
   return out.text();
+}
+
+void ServeMetrics::render_vllm(PrometheusText& out) const {
+  const Labels model = {{"model_name", model_name_}};
+  out.family("vllm:num_requests_running", "gauge", "Number of requests in model execution batches.");
+  out.sample("vllm:num_requests_running", static_cast<double>(running_), model);
+  out.family("vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed.");
+  out.sample("vllm:num_requests_waiting", static_cast<double>(queued_), model);
+  out.family("vllm:prompt_tokens_total", "counter", "Number of prefill tokens processed (prompts of answered requests).");
+  out.sample("vllm:prompt_tokens_total", static_cast<double>(prompt_tokens_), model);
+  out.family("vllm:generation_tokens_total", "counter", "Number of generation tokens processed (answer tokens returned).");
+  out.sample("vllm:generation_tokens_total", static_cast<double>(generation_tokens_), model);
+  out.family("vllm:request_success_total", "counter", "Count of successfully processed requests.");
+  for (const auto& [reason, count] : {std::pair<const char*, uint64_t>{"stop", finished_stop_},
+                                      {"length", finished_length_}, {"abort", finished_abort_}})
+    out.sample("vllm:request_success_total", static_cast<double>(count),
+               {{"model_name", model_name_}, {"finished_reason", reason}});
+  out.histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", vllm_first_token_,
+                model);
+  out.histogram("vllm:time_per_output_token_seconds", "Histogram of time per output token in seconds.",
+                vllm_per_output_token_, model);
+  out.histogram("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", vllm_e2e_, model);
+  out.histogram("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.",
+                vllm_queue_, model);
+  out.histogram("vllm:request_inference_time_seconds", "Histogram of time spent in RUNNING phase for request.",
+                vllm_inference_, model);
+  out.histogram("vllm:request_prompt_tokens", "Number of prefill tokens processed.", vllm_prompt_tokens_, model);
+  out.histogram("vllm:request_generation_tokens", "Number of generation tokens processed.", vllm_generation_tokens_,
+                model);
+  out.histogram("vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step (committed per step).",
+                vllm_iteration_tokens_, model);
 }
 
 }  // namespace mosaic::serve
