@@ -41,7 +41,7 @@ struct ChunkSearchRequest {
   GraphOptions options;
   uint64_t activation_budget = 0;   // bytes the arena may use
   uint64_t granule = 1;             // the arena maps whole granules (2 MiB pages on CUDA)
-  int64_t max_chunks = 4096;        // per group; chunks never hold fewer than one row
+  int64_t max_chunks = kMaxChunksPerGroup;  // per group; chunks never hold fewer than one row
 };
 
 struct ChunkSearchStep {

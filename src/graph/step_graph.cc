@@ -15,8 +15,18 @@ Graph instantiate_step_graph(const ModelConfig& config, const StepShape& shape,
       fail("sequence {}: {} candidate rows for {} tokens (need 0 <= M <= L)", i,
            shape.candidates[i], shape.lengths[i]);
   }
+  // Positions first, so that no size below can overflow (kMaxStepPositions).
+  int64_t positions = 0;
+  for (size_t i = 0; i < shape.lengths.size(); ++i) {
+    const int64_t keys = shape.is_cached() && i < shape.cached.size() ? shape.cached[i].keys : shape.lengths[i];
+    if (keys > kMaxStepPositions - positions)
+      fail("the step holds more than {} positions (sequence {} has {}): positions are 32-bit", kMaxStepPositions, i,
+           keys);
+    positions += keys;
+  }
   for (const int64_t count : {chunks.qkv, chunks.attention, chunks.ffn, chunks.head})
-    if (count < 1) fail("chunk counts must be at least 1 ({})", chunks.to_string());
+    if (count < 1 || count > kMaxChunksPerGroup)
+      fail("chunk counts must be between 1 and {} ({})", kMaxChunksPerGroup, chunks.to_string());
   const size_t batch = shape.lengths.size();
   if (!shape.layouts.empty()) {
     if (shape.layouts.size() != batch) fail("{} block layouts for {} sequences", shape.layouts.size(), batch);

@@ -202,7 +202,12 @@ TEST(StepGraph, RejectsImpossibleShapes) {
   EXPECT_THAT(error_of({{}, {}}), HasSubstr("no sequences"));
   EXPECT_THAT(error_of({{0}, {0}}), HasSubstr("sequence 0 has length 0"));
   EXPECT_THAT(error_of({{4, 5}, {1, 6}}), HasSubstr("sequence 1: 6 candidate rows for 5 tokens"));
-  EXPECT_THAT(error_of({{4}, {1}}, {.ffn = 0}), HasSubstr("chunk counts must be at least 1"));
+  EXPECT_THAT(error_of({{4}, {1}}, {.ffn = 0}), HasSubstr("chunk counts must be between 1 and 4096"));
+  EXPECT_THAT(error_of({{4}, {1}}, {.ffn = 4097}), HasSubstr("chunk counts must be between 1 and 4096"));
+  // Sizes that would overflow 64-bit byte counts are refused before any is computed.
+  EXPECT_THAT(error_of({{int64_t{1} << 62}, {1}}), HasSubstr("more than 2147483647 positions"));
+  EXPECT_THAT(error_of({{int64_t{1} << 30, int64_t{1} << 30}, {1, 1}}), HasSubstr("more than 2147483647 positions"));
+  EXPECT_EQ(error_of({{4}, {1}}, {.ffn = 4096}), "");
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "core/block_attention.h"
 #include "core/dtype.h"
 #include "core/head_sampling.h"
+#include "core/step_limits.h"
 
 namespace mosaic {
 
@@ -45,6 +46,9 @@ struct StepShape {
   // The canvas position of sequence i's first computed row (0 in a full step).
   int64_t first_position(size_t i) const { return cached.empty() ? 0 : cached[i].begin; }
 };
+
+// The most chunks a group may be split into (lazy chunking stops there; a chunk holds >= 1 row).
+inline constexpr int64_t kMaxChunksPerGroup = 4096;
 
 // The groups of ops that can be chunked by rows, each with its own count.
 enum class ChunkGroup : uint8_t {
