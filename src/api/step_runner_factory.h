@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "exec/step_runner.h"
@@ -15,6 +16,9 @@ struct BackendChoice {
   std::unique_ptr<StepRunner> runner;
   std::string device;  // "cpu" | "cuda"
   StepMemorySetup memory;  // what the runner plans with (admission, PAR)
+  // The budget in force: the user's, or on the CPU without one the machine's memory (so that a
+  // step larger than the machine is chunked or refused by the plan, never killed for memory).
+  std::optional<uint64_t> budget;
 };
 
 // Throws mosaic::Error for an unknown device, "cuda" with no usable GPU, or a budget the weights
