@@ -3,6 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_dump.h"
+
 namespace mosaic {
 namespace {
 
@@ -54,7 +56,7 @@ nlohmann::ordered_json report_document(const PlanReport& r, bool with_timeline) 
 }  // namespace
 
 std::string plan_report_json(const PlanReport& report, bool with_timeline, int indent) {
-  return report_document(report, with_timeline).dump(indent);
+  return dump_json(report_document(report, with_timeline), indent);
 }
 
 std::string lmax_report_json(const LmaxReport& report, const PlanRequest& request,
@@ -67,7 +69,7 @@ std::string lmax_report_json(const LmaxReport& report, const PlanRequest& reques
   j["steps_tried"] = report.steps_tried;
   j["search_ms"] = report.search_ms;
   if (report.l_max > 0) j["at_l_max"] = report_document(report.at_l_max, with_timeline);
-  return j.dump(indent);
+  return dump_json(j, indent);
 }
 
 }  // namespace mosaic

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <random>
 
+#include "core/json_dump.h"
 #include "cli/bench_generate.h"
 #include "cli/byte_size.h"
 #include "cli/list_parse.h"
@@ -106,10 +107,10 @@ int run(BenchGenerateOptions& o) {
     }
   }
   report["runs"] = runs;
-  if (o.json) std::puts(report.dump(2).c_str());
+  if (o.json) std::puts(dump_json(report, 2).c_str());
   if (!o.json_out.empty()) {
     std::ofstream file(o.json_out);
-    file << report.dump(2) << "\n";
+    file << dump_json(report, 2) << "\n";
     if (!file) fail("{}: cannot write the JSON report", o.json_out);
   }
   return 0;

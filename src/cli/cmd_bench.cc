@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "core/json_dump.h"
 #include "cli/bench_generate.h"
 #include "cli/byte_size.h"
 #include "cli/commands.h"
@@ -51,7 +52,7 @@ nlohmann::ordered_json to_json(const StepBenchmark& b) {
 void write_json_file(const std::string& path, const nlohmann::ordered_json& report) {
   if (path.empty()) return;
   std::ofstream file(path);
-  file << report.dump(2) << "\n";
+  file << dump_json(report, 2) << "\n";
   if (!file) fail("{}: cannot write the JSON report", path);
 }
 
@@ -100,7 +101,7 @@ int run_step(const BenchOptions& o) {
     if (!o.json) print_row(b);
   }
   report["steps"] = rows;
-  if (o.json) std::puts(report.dump(2).c_str());
+  if (o.json) std::puts(dump_json(report, 2).c_str());
   write_json_file(o.json_out, report);
   return 0;
 }
@@ -129,7 +130,7 @@ int run_lmax(const BenchOptions& o) {
                                      {"planned_l_max", planned.l_max}, {"measured_length", length},
                                      {"ran", true}, {"bytes_used", used}, {"step", to_json(b)}};
     if (o.json) {
-      std::puts(report.dump(2).c_str());
+      std::puts(dump_json(report, 2).c_str());
       return 0;
     }
     write_json_file(o.json_out, report);

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "core/json_dump.h"
 #include "cli/commands.h"
 #include "cli/list_parse.h"
 #include "cli/logit_stats.h"
@@ -90,7 +91,7 @@ int run_forward(const ForwardOptions& options) {
   }
   report["rows"] = rows;
   if (options.json) {
-    std::puts(report.dump(2).c_str());
+    std::puts(dump_json(report, 2).c_str());
     return 0;
   }
   fmt::print("{} ({}, {} layers, hidden {}, vocab {}, {} weights) on {}: {} rows in {:.3f} s\n",

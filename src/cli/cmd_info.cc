@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "core/json_dump.h"
 #include "cli/commands.h"
 #include "core/printable.h"
 #include "mosaic/engine.h"
@@ -28,10 +29,10 @@ int run_info(const InfoOptions& options) {
       {"mask_token_id", info.mask_token_id}, {"eos_token_id", info.eos_token_id},
       {"weight_bytes", info.weight_bytes},   {"weight_dtype", info.weight_dtype}};
   if (options.json) {
-    std::puts(report.dump(2).c_str());
+    std::puts(dump_json(report, 2).c_str());
     return 0;
   }
-  for (const auto& [key, value] : report.items()) fmt::print("{:>14}: {}\n", key, value.dump());
+  for (const auto& [key, value] : report.items()) fmt::print("{:>14}: {}\n", key, dump_json(value));
   return 0;
 }
 

@@ -18,6 +18,7 @@ int32_t parse_int(std::string_view item, std::string_view flag) {
 }  // namespace
 
 std::vector<int32_t> parse_int_list(std::string_view text, std::string_view flag) {
+  if (text.find_first_not_of(' ') == std::string_view::npos) fail("{}: the list is empty", flag);
   std::vector<int32_t> values;
   while (!text.empty()) {
     const size_t comma = text.find(',');
@@ -38,6 +39,14 @@ std::vector<int32_t> parse_int_list(std::string_view text, std::string_view flag
     for (int64_t v = first; v <= last; ++v) values.push_back(static_cast<int32_t>(v));
   }
   return values;
+}
+
+uint64_t parse_uint64(std::string_view text, std::string_view flag) {
+  uint64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size())
+    fail("{}: '{}' is not an integer in [0, 2^64)", flag, text);
+  return value;
 }
 
 }  // namespace mosaic::cli
