@@ -21,7 +21,11 @@ def check_model_folder(model_dir):
         raise _missing("model folder not found", model_dir)
     if not os.path.isdir(model_dir):
         raise NotADirectoryError(errno.ENOTDIR, "not a model folder (config.json + *.safetensors)", model_dir)
+    if not os.access(model_dir, os.R_OK | os.X_OK):
+        raise PermissionError(errno.EACCES, "the model folder cannot be read (permissions)", model_dir)
     config = os.path.join(model_dir, "config.json")
+    if os.path.isfile(config) and not os.access(config, os.R_OK):
+        raise PermissionError(errno.EACCES, "config.json cannot be read (permissions)", config)
     if not os.path.isfile(config):
         raise _missing("no config.json in the model folder (expected a Hugging Face model folder)", config)
     index = os.path.join(model_dir, _INDEX_FILE)
@@ -37,12 +41,17 @@ def check_model_folder(model_dir):
     raise _missing(f"no {_SINGLE_FILE} or {_INDEX_FILE} in the model folder", model_dir)
 
 
+_MAX_INDEX_BYTES = 64 << 20  # a real index is well under 1 MiB; the engine names a larger one
+
+
 def _shards_named_by(index_path):
     try:
+        if os.path.getsize(index_path) > _MAX_INDEX_BYTES:
+            return set()
         with open(index_path, encoding="utf-8") as f:
             weight_map = json.load(f).get("weight_map", {})
-    except (ValueError, AttributeError):
-        return set()  # malformed: the engine names what is wrong
+    except (OSError, ValueError, AttributeError, RecursionError):
+        return set()  # malformed (or nested too deep for Python's parser): the engine names what is wrong
     if not isinstance(weight_map, dict):
         return set()
     return {shard for shard in weight_map.values() if isinstance(shard, str)}

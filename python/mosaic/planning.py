@@ -61,7 +61,7 @@ def _model_name(model):
                         f"got {type(model).__name__}")
     if name not in PRESETS and not os.path.exists(name):
         raise FileNotFoundError(errno.ENOENT, f"not a preset ({', '.join(PRESETS)}) and no such model folder", name)
-    return name
+    return name if name in PRESETS else os.fsencode(name)  # a folder name need not be UTF-8
 
 
 def _candidates(length, prompt_len, masked):
@@ -95,6 +95,8 @@ def _chunk_counts(chunks):
 def _int(value, name):
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    if not -2**63 <= int(value) < 2**63:
+        raise ValueError(f"{name} = {value} is out of range (a 64-bit integer)")
     return int(value)
 
 
