@@ -73,8 +73,8 @@ def generate_cli(mosaic, model, prompt=None, ids=None, chat=False, **options):
 class Server:
     """`mosaic serve --port 0` on a model; the port is read from its startup line."""
 
-    def __init__(self, mosaic, model, *args):
-        env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
+    def __init__(self, mosaic, model, *args, env=None):
+        env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"), **(env or {}))
         self.proc = subprocess.Popen([mosaic, "serve", "--model", model, "--port", "0", *args],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
         self.lines, self.log = queue.Queue(), []
@@ -103,12 +103,12 @@ class Server:
     def connection(self, timeout=120):
         return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
 
-    def request(self, method, path, body=None, raw=None, timeout=120):
+    def request(self, method, path, body=None, raw=None, timeout=120, headers=None):
         """(status, headers, parsed JSON or text)."""
         conn = self.connection(timeout)
         try:
             data = raw if raw is not None else (json.dumps(body) if body is not None else None)
-            conn.request(method, path, body=data, headers={"Content-Type": "application/json"})
+            conn.request(method, path, body=data, headers={"Content-Type": "application/json", **(headers or {})})
             response = conn.getresponse()
             text = response.read().decode("utf-8")
             headers = dict(response.getheaders())
@@ -142,8 +142,8 @@ class Server:
         finally:
             conn.close()
 
-    def metrics(self):
-        status, _, text = self.request("GET", "/metrics")
+    def metrics(self, headers=None):
+        status, _, text = self.request("GET", "/metrics", headers=headers)
         assert status == 200
         values = {}
         for line in text.splitlines():
