@@ -54,6 +54,10 @@ class BatchSession {
   // Joins at the next step. Throws mosaic::Error for invalid options, an empty prompt or a token
   // id outside the vocabulary (the session is unchanged then). Returns the request's id.
   int64_t add(std::vector<int32_t> prompt_ids, const GenerationOptions& options);
+  // The same with an infilling suffix after the generated region (docs/design/infilling.md); fit()
+  // such a request with prompt_tokens = prompt + suffix. Throws OptionError ("suffix") where the
+  // model or the options cannot infill.
+  int64_t add(std::vector<int32_t> prompt_ids, const GenerationOptions& options, std::vector<int32_t> suffix_ids);
 
   // One denoising step for every unfinished request. A failure of the step (mosaic::Error)
   // propagates and leaves every request where it was: step() again, or remove them.

@@ -65,6 +65,13 @@ struct GenerateRequest {
   std::string prompt;               // text (needs the folder's tokenizer.json)
   bool chat = false;                // wrap the prompt in the model's chat format
   std::vector<int32_t> prompt_ids;  // token ids; used instead of `prompt` when not empty
+  // Infilling (docs/design/infilling.md): text (or ids, used when not empty) that follows the
+  // generated region; the model fills the gen_length positions between prompt and suffix.
+  std::string suffix;
+  std::vector<int32_t> suffix_ids;
+  // Whether special-token text in `prompt` and `suffix` ("<|mdm_mask|>") is that token; by
+  // default it is plain text (Engine::encode).
+  bool parse_special = false;
 };
 
 struct GenerateResult {
@@ -79,6 +86,8 @@ struct GenerateResult {
   double seconds = 0;
   // The KV cache it decoded with: "none", "prefix", "dual" or "block" (docs/design/cached-decoding.md).
   std::string cache = "none";
+  // With GenerationOptions::logprobs: each committed token's log-probabilities, by position.
+  std::vector<TokenLogprob> logprobs;
 };
 
 // After every step of every request; return false to cancel the generation.
@@ -138,14 +147,21 @@ class Engine {
   // end-of-turn ids): what generate() and BatchSession run with. Throws mosaic::Error naming the
   // option that is wrong.
   GenerationOptions resolve_options(const GenerationOptions& options) const;
+  // Whether `options` (as resolve_options returns them) can infill between the prompt and a
+  // suffix of `suffix_tokens` (docs/design/infilling.md): full attention, no KV cache, no CFG.
+  // Throws OptionError ("suffix") naming what is in the way; nothing for suffix_tokens 0.
+  void check_suffix(const GenerationOptions& options, int64_t suffix_tokens) const;
   // Whether one request's largest step fits the memory budget on its own, by the plan. Throws
   // mosaic::Error for invalid options.
   MemoryFit fit(int64_t prompt_tokens, const GenerationOptions& options) const;
 
   bool has_tokenizer() const;
-  std::vector<int32_t> encode(const std::string& text, bool chat) const;
+  // Special-token text in `text` (and in chat turns) is plain text unless `parse_special`: a
+  // user who types "<|mdm_mask|>" gets those characters, not the mask token. The chat format's
+  // own markup is always its special tokens.
+  std::vector<int32_t> encode(const std::string& text, bool chat, bool parse_special = false) const;
   // A conversation in the model's chat format, ending with the assistant's turn to answer.
-  std::vector<int32_t> encode_chat(std::span<const ChatTurn> turns) const;
+  std::vector<int32_t> encode_chat(std::span<const ChatTurn> turns, bool parse_special = false) const;
   std::string decode(std::span<const int32_t> ids) const;  // special tokens skipped
   // The answer in a generated region: the tokens before the first EOS / end of turn, masks left
   // out (`options` as resolve_options returns them). GenerateResult::text decodes these.

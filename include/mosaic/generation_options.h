@@ -5,6 +5,11 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "mosaic/error.h"
 
 namespace mosaic {
 
@@ -42,6 +47,35 @@ struct GenerationOptions {
   bool stop_at_eos = false;
   int64_t eos_id = -1;             // -1: the config's eos_token_id
   int64_t eot_id = -1;             // end of turn; -1: the tokenizer's (<|eot_id|>, <|im_end|>) if any
+  // Record each committed token's log-probability under the step that committed it, with the
+  // step's two most likely tokens (TokenLogprob). Costs nothing on the CPU; on a GPU it keeps
+  // the commit on the host, where the fused head's per-row statistics arrive.
+  bool logprobs = false;
+};
+
+// One committed token's log-probabilities, from the fused LM head's per-row statistics of the
+// step that committed it (docs/design/openai-surface.md): log p = logit - log-sum-exp over the
+// statistics' set (LLaDA: the raw logits; Dream: logits / temperature; ids banned from the
+// statistics are left out; a filter's cut ids too). `top` holds the row's most likely tokens,
+// best first: the head keeps the top 2 (kMaxTopLogprobs).
+struct TokenLogprob {
+  int64_t position = 0;   // in the generated region
+  int32_t token = -1;
+  double logprob = 0;     // -infinity when the token is outside the statistics' set
+  std::vector<std::pair<int32_t, double>> top;
+};
+inline constexpr int kMaxTopLogprobs = 2;
+
+// A generation option that is wrong: an Error that also names the option (the GenerationOptions
+// field, e.g. "steps", "block_length", "gen_length"; "suffix" for the infilling suffix), so that
+// a caller can point at its own spelling of it (the server's "max_tokens").
+class OptionError : public Error {
+ public:
+  OptionError(std::string option, const std::string& message) : Error(message), option_(std::move(option)) {}
+  const std::string& option() const { return option_; }
+
+ private:
+  std::string option_;
 };
 
 }  // namespace mosaic

@@ -4,6 +4,8 @@ import difflib
 import os
 import re
 
+import numpy as np
+
 from mosaic import _mosaic
 from mosaic.byte_size import parse_byte_size
 from mosaic.inputs import forward_batch, split_prompts, token_ids
@@ -13,6 +15,7 @@ from mosaic.results import GenerationResult, StepEvent
 from mosaic.streaming import stream_steps
 
 _DEVICE = re.compile(r"auto|cpu|cuda(?::(\d+))?")
+_MAX_DEVICE_INDEX = 2**31 - 1  # CUDA's device ordinals are ints
 
 
 class Engine:
@@ -28,13 +31,16 @@ class Engine:
     """
 
     def __init__(self, model_dir, device="auto", budget=None):
-        if not isinstance(model_dir, (str, os.PathLike)):
+        if not isinstance(model_dir, (str, bytes, os.PathLike)):
             raise TypeError(f"model_dir must be a path, got {type(model_dir).__name__}")
         self.model_dir = os.fspath(model_dir)
+        if isinstance(self.model_dir, bytes):
+            self.model_dir = os.fsdecode(self.model_dir)
         check_model_folder(self.model_dir)
         kind, index = _parse_device(device)
         self.budget = None if budget is None else parse_byte_size(budget, "budget")
-        self._engine = _mosaic._Engine(self.model_dir, kind, index, self.budget)
+        # The path as the OS's bytes: a folder name need not be UTF-8 (os.fsdecode's surrogates).
+        self._engine = _mosaic._Engine(os.fsencode(self.model_dir), kind, index, self.budget)
         self._info = self._engine.info
 
     # --- the model ------------------------------------------------------------------------
@@ -55,7 +61,8 @@ class Engine:
         """Token ids of `text` (wrapped in the model's chat format with chat=True)."""
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, got {type(text).__name__}")
-        return self._engine.encode(text, bool(chat))
+        _check_text(text, "text")
+        return self._engine.encode(text, _flag(chat, "chat"))
 
     def decode(self, ids):
         """Text of token ids, special tokens skipped."""
@@ -63,15 +70,19 @@ class Engine:
         return self._engine.decode(token_ids(ids, "ids"))
 
     # --- generation -----------------------------------------------------------------------
-    def generate(self, prompt, *, chat=False, allow_long_context=False, **sampling):
+    def generate(self, prompt, *, chat=False, suffix=None, allow_long_context=False, **sampling):
         """Generates for `prompt`: text, token ids, or a list of either (a batch, one packed
         forward per step). Sampling options are `mosaic generate`'s, with underscores:
         gen_length, steps, block_length, temperature, seed, remasking, cfg_scale, alg, top_p,
-        top_k, threshold, factor, ... (mosaic.SAMPLING_OPTIONS). Returns a GenerationResult,
-        or a list of them for a batch. Ctrl-C cancels at the next step and raises
-        KeyboardInterrupt."""
+        top_k, threshold, factor, ... (mosaic.SAMPLING_OPTIONS). `suffix` (text or token ids):
+        infilling, the gen_length positions between prompt and suffix (docs/design/infilling.md).
+        Returns a GenerationResult, or a list of them for a batch. Ctrl-C cancels at the next
+        step and raises KeyboardInterrupt."""
         prompts, batched = self._prepare(prompt, chat, sampling, "generate")
-        results = self._engine.generate(prompts, sampling, None, bool(allow_long_context))
+        suffix_ids = [] if suffix is None else (self.encode(suffix) if isinstance(suffix, str)
+                                                else token_ids(suffix, "suffix"))
+        results = self._engine.generate(prompts, sampling, None, _flag(allow_long_context, "allow_long_context"),
+                                        suffix_ids)
         results = [GenerationResult(**result) for result in results]
         return results if batched else results[0]
 
@@ -80,11 +91,12 @@ class Engine:
         generation runs in a worker thread. Leaving the loop early cancels the generation. The
         generator's return value (StopIteration.value) is the list of GenerationResult."""
         prompts, _ = self._prepare(prompt, chat, sampling, "stream")
+        allow_long_context = _flag(allow_long_context, "allow_long_context")
         decode = self._engine.decode if self.has_tokenizer else None
         mask = self._info["mask_token_id"]
 
         def run(on_step):
-            results = self._engine.generate(prompts, sampling, on_step, bool(allow_long_context))
+            results = self._engine.generate(prompts, sampling, on_step, allow_long_context)
             return [GenerationResult(**result) for result in results]
 
         return stream_steps(run, lambda step: StepEvent(**step, mask_token_id=mask, _decode=decode))
@@ -97,6 +109,7 @@ class Engine:
             raise TypeError(f"{caller}() got an unexpected keyword argument '{unknown[0]}'{hint}; "
                             f"sampling options: {', '.join(_mosaic.SAMPLING_OPTIONS)}")
         _mosaic.check_sampling(sampling)  # types and choices, before any work starts
+        chat = _flag(chat, "chat")
         items, batched = split_prompts(prompt)
         prompts = []
         for i, item in enumerate(items):
@@ -104,8 +117,9 @@ class Engine:
             if isinstance(item, str):
                 if not item:
                     raise ValueError(f"{what} is empty")
+                _check_text(item, what)
                 self._require_tokenizer("give token ids instead of text")
-                prompts.append(self._engine.encode(item, bool(chat)))
+                prompts.append(self._engine.encode(item, chat))
             else:
                 if chat:
                     raise ValueError(f"{what}: chat=True applies to text; token ids are used as given")
@@ -150,6 +164,22 @@ class Engine:
                 f"device={self.device!r}{budget})")
 
 
+def _flag(value, name):
+    """True or False, never a truthy stand-in: allow_long_context='no' must not mean True."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r}"[:200])
+    return bool(value)
+
+
+def _check_text(text, what):
+    """Text reaches the engine as UTF-8: a lone surrogate (e.g. from os.fsdecode) cannot."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise ValueError(f"{what} is not valid Unicode text: {error.reason} at index {error.start} "
+                         f"({text[error.start]!r})") from None
+
+
 def _parse_device(device):
     if not isinstance(device, str):
         raise TypeError(f"device must be a string ('auto', 'cpu', 'cuda' or 'cuda:N'), got {type(device).__name__}")
@@ -157,5 +187,8 @@ def _parse_device(device):
     if not match:
         raise ValueError(f"device '{device}' is not supported (expected 'auto', 'cpu', 'cuda' or 'cuda:N')")
     if device.startswith("cuda"):
-        return "cuda", int(match.group(1) or 0)
+        index = int(match.group(1) or 0)
+        if index > _MAX_DEVICE_INDEX:
+            raise ValueError(f"device '{device}': no CUDA device has index {index}")
+        return "cuda", index
     return device, 0

@@ -24,12 +24,18 @@ MemoryFit BatchSession::fit(int64_t prompt_tokens, const GenerationOptions& opti
 }
 
 int64_t BatchSession::add(std::vector<int32_t> prompt_ids, const GenerationOptions& options) {
+  return add(std::move(prompt_ids), options, {});
+}
+
+int64_t BatchSession::add(std::vector<int32_t> prompt_ids, const GenerationOptions& options,
+                          std::vector<int32_t> suffix_ids) {
   if (prompt_ids.empty()) fail("the prompt is empty");
   Impl::Request request;
   request.options = impl_->engine.resolve_options(options);
-  request.bound = step_bound(impl_->config, static_cast<int64_t>(prompt_ids.size()), request.options,
-                             impl_->memory.cache_page_rows());
-  const int64_t id = impl_->stepper.add({std::move(prompt_ids), request.options});
+  // The suffix's positions are computed like the prompt's: the bound of a longer prompt.
+  request.bound = step_bound(impl_->config, static_cast<int64_t>(prompt_ids.size() + suffix_ids.size()),
+                             request.options, impl_->memory.cache_page_rows());
+  const int64_t id = impl_->stepper.add({std::move(prompt_ids), request.options, std::move(suffix_ids)});
   impl_->requests.emplace(id, std::move(request));
   return id;
 }
@@ -54,7 +60,7 @@ BatchStep BatchSession::step() {
     GenerateEvent e;
     e.request = event.request, e.step = event.step, e.masked_left = event.masked_left;
     e.finished = event.finished;
-    e.output_ids = event.canvas.subspan(static_cast<size_t>(event.prompt_length));
+    e.output_ids = event.canvas.subspan(static_cast<size_t>(event.prompt_length), static_cast<size_t>(event.gen_length));
     e.committed = impl_->requests.at(event.request).committed;
     e.batch_sequences = event.batch_sequences, e.batch_tokens = event.batch_tokens;
     e.batch_candidates = event.batch_candidates, e.planned_peak = event.planned_peak;
@@ -88,7 +94,8 @@ GenerateResult BatchSession::remove(int64_t id) {
   impl_->requests.erase(id);
   GenerateResult out;
   out.prompt_ids.assign(g.canvas.begin(), g.canvas.begin() + g.prompt_length);
-  out.output_ids.assign(g.canvas.begin() + g.prompt_length, g.canvas.end());
+  out.output_ids.assign(g.canvas.begin() + g.prompt_length, g.canvas.begin() + g.prompt_length + g.gen_length);
+  out.logprobs = g.logprobs;
   out.steps = g.steps, out.forwards = g.forwards, out.stopped_at_eos = g.stopped_at_eos;
   out.cancelled = !finished;
   out.tokens_per_step = g.tokens_per_step;

@@ -66,7 +66,7 @@ std::unique_ptr<Engine> Engine::open(const std::filesystem::path& model_dir, con
   BackendChoice backend = make_step_runner(*impl->model, options);
   impl->runner = std::move(backend.runner);
   info.device = backend.device;
-  impl->memory = std::make_unique<StepMemoryModel>(c, DeviceMemorySetup{backend.memory, options.budget});
+  impl->memory = std::make_unique<StepMemoryModel>(c, DeviceMemorySetup{backend.memory, backend.budget});
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }
 
@@ -99,15 +99,16 @@ ForwardOutput Engine::forward(std::span<const SequenceInput> batch) const {
 
 bool Engine::has_tokenizer() const { return impl_->tokenizer.has_value(); }
 
-std::vector<int32_t> Engine::encode(const std::string& text, bool chat) const {
-  if (!impl_->tokenizer)
-    fail("{}: no tokenizer.json in the model folder; give token ids instead of text",
-         impl_->model->checkpoint().dir().string());
-  if (!chat) return impl_->tokenizer->encode(text, /*add_special_tokens=*/false);
-  const auto format = chat_format_for_architecture(impl_->info.architecture);
-  if (!format) fail("no chat format is known for {}", impl_->info.architecture);
-  const ChatMessage message{"user", text};
-  return impl_->tokenizer->encode(render_chat(*format, std::span(&message, 1), true), false);
+std::vector<int32_t> Engine::encode(const std::string& text, bool chat, bool parse_special) const {
+  if (!chat) {
+    if (!impl_->tokenizer)
+      fail("{}: no tokenizer.json in the model folder; give token ids instead of text",
+           impl_->model->checkpoint().dir().string());
+    return impl_->tokenizer->encode(text, parse_special ? Tokenizer::SpecialText::parse : Tokenizer::SpecialText::plain,
+                                    /*add_special_tokens=*/false);
+  }
+  const ChatTurn turn{"user", text};
+  return encode_chat(std::span(&turn, 1), parse_special);
 }
 
 std::string Engine::decode(std::span<const int32_t> ids) const {
@@ -125,9 +126,21 @@ std::vector<GenerateResult> Engine::generate(std::span<const GenerateRequest> re
   std::vector<GenerateResult> results(requests.size());
   for (size_t r = 0; r < requests.size(); ++r) {
     const GenerateRequest& request = requests[r];
-    results[r].prompt_ids = request.prompt_ids.empty() ? encode(request.prompt, request.chat) : request.prompt_ids;
+    results[r].prompt_ids = request.prompt_ids.empty() ? encode(request.prompt, request.chat, request.parse_special)
+                                                       : request.prompt_ids;
     if (results[r].prompt_ids.empty()) fail("request {}: the prompt is empty", r);
-    internal.push_back({results[r].prompt_ids, resolved});
+    std::vector<int32_t> suffix = request.suffix_ids;
+    if (suffix.empty() && !request.suffix.empty()) suffix = encode(request.suffix, false, request.parse_special);
+    internal.push_back({results[r].prompt_ids, resolved, std::move(suffix)});
+  }
+  // Every request's largest step against the budget, before any canvas is allocated.
+  for (size_t r = 0; r < requests.size(); ++r) {
+    const int64_t prompt_tokens = static_cast<int64_t>(results[r].prompt_ids.size());
+    const MemoryFit fits = fit(prompt_tokens, resolved);
+    if (!fits.fits)
+      fail("request {} ({} prompt tokens + {} to generate) needs {} of memory at its largest step, with every op "
+           "chunked as far as it goes; the budget is {}",
+           r, prompt_tokens, resolved.gen_length, format_bytes(fits.bytes_needed), format_bytes(fits.budget));
   }
   const auto start = std::chrono::steady_clock::now();
   StepCallback callback;
@@ -136,7 +149,7 @@ std::vector<GenerateResult> Engine::generate(std::span<const GenerateRequest> re
       GenerateEvent out;
       out.request = event.request, out.step = event.step, out.masked_left = event.masked_left;
       out.finished = event.finished;
-      out.output_ids = event.canvas.subspan(static_cast<size_t>(event.prompt_length));
+      out.output_ids = event.canvas.subspan(static_cast<size_t>(event.prompt_length), static_cast<size_t>(event.gen_length));
       std::vector<int32_t> committed;
       for (int32_t p : event.committed) committed.push_back(static_cast<int32_t>(p - event.prompt_length));
       out.committed = committed;
@@ -151,7 +164,8 @@ std::vector<GenerateResult> Engine::generate(std::span<const GenerateRequest> re
   for (size_t r = 0; r < requests.size(); ++r) {
     const GenerationResult& g = generated[r];
     GenerateResult& out = results[r];
-    out.output_ids.assign(g.canvas.begin() + g.prompt_length, g.canvas.end());
+    out.output_ids.assign(g.canvas.begin() + g.prompt_length, g.canvas.begin() + g.prompt_length + g.gen_length);
+    out.logprobs = g.logprobs;
     out.steps = g.steps, out.forwards = g.forwards, out.stopped_at_eos = g.stopped_at_eos;
     out.cancelled = g.cancelled, out.tokens_per_step = g.tokens_per_step, out.seconds = seconds;
     out.cache = std::string(cache_mode_name(g.cache));
@@ -178,6 +192,10 @@ GenerationOptions Engine::resolve_options(const GenerationOptions& options) cons
   return resolved;
 }
 
+void Engine::check_suffix(const GenerationOptions& options, int64_t suffix_tokens) const {
+  validate_suffix(impl_->model->config(), options, suffix_tokens);
+}
+
 MemoryFit Engine::fit(int64_t prompt_tokens, const GenerationOptions& options) const {
   GenerationOptions resolved = resolve_options(options);
   validate_for_prompt(impl_->model->config(), prompt_tokens, resolved);
@@ -189,7 +207,7 @@ std::unique_ptr<BatchSession> Engine::start_batch() const {
       *this, impl_->model->config(), *impl_->runner, impl_->mutex, *impl_->memory)));
 }
 
-std::vector<int32_t> Engine::encode_chat(std::span<const ChatTurn> turns) const {
+std::vector<int32_t> Engine::encode_chat(std::span<const ChatTurn> turns, bool parse_special) const {
   if (!impl_->tokenizer)
     fail("{}: no tokenizer.json in the model folder; chat needs one",
          impl_->model->checkpoint().dir().string());
@@ -197,7 +215,13 @@ std::vector<int32_t> Engine::encode_chat(std::span<const ChatTurn> turns) const 
   if (!format) fail("no chat format is known for {}", impl_->info.architecture);
   std::vector<ChatMessage> messages;
   for (const ChatTurn& turn : turns) messages.push_back({turn.role, turn.content});
-  return impl_->tokenizer->encode(render_chat(*format, messages, true), false);
+  // The format's markup is special tokens; the messages' text is plain unless asked otherwise.
+  const std::vector<ChatPart> parts = render_chat_parts(*format, messages, true);
+  std::vector<Tokenizer::TextPiece> pieces;
+  for (const ChatPart& part : parts)
+    pieces.push_back({part.text, part.from_message && !parse_special ? Tokenizer::SpecialText::plain
+                                                                     : Tokenizer::SpecialText::parse});
+  return impl_->tokenizer->encode(pieces, /*add_special_tokens=*/false);
 }
 
 }  // namespace mosaic

@@ -3,13 +3,16 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <iterator>
 #include <sstream>
 
+#include "core/json_dump.h"
 #include "cli/byte_size.h"
 #include "cli/builtin_model.h"
 #include "cli/commands.h"
@@ -25,23 +28,50 @@ struct GenerateCliOptions {
   std::string model;
   std::vector<std::string> prompts, ids;
   std::string prompt_file, budget, remasking = "low_confidence", alg = "origin", device = "auto", cache = "auto";
+  std::string suffix;  // infilling: text after the generated span (docs/design/infilling.md)
   bool chat = false, json = false, visual = false, quiet = false, allow_long_context = false;
   GenerationOptions gen;
-  double alg_temp = -1, top_p = -1, threshold = -1, factor = -1;
-  int64_t top_k = -1;
+  std::string seed = "0";
+  // Options that are unset unless given (any value given, even a nonsensical one, is passed on
+  // for the engine to check and name).
+  double alg_temp = 0, top_p = 0, threshold = 0, factor = 0;
+  int64_t top_k = 0, eot_id = 0;
+  CLI::Option *alg_temp_given = nullptr, *top_p_given = nullptr, *top_k_given = nullptr,
+              *threshold_given = nullptr, *factor_given = nullptr, *eot_id_given = nullptr,
+              *budget_given = nullptr, *block_length_given = nullptr, *steps_given = nullptr;
 };
+
+bool given(const CLI::Option* option) { return option != nullptr && option->count() > 0; }
 
 std::string read_all(std::istream& in) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// --chat wraps the prompt in the family's chat markup, whose markers are special tokens of an
+// instruct model's tokenizer. A tokenizer without them (a base or completion model, such as the
+// built-in one) would spell them out as plain text: dozens of tokens of noise, no chat.
+void check_chat_format(const Engine& engine) {
+  const std::string marker = engine.info().family == "dream" ? "<|im_start|>" : "<|start_header_id|>";
+  if (engine.has_tokenizer() && engine.encode(marker, false, /*parse_special=*/true).size() != 1)
+    fail("--chat: this model's tokenizer has no {} token, so the model has no chat format (it is a completion "
+         "model, as the built-in one is): drop --chat and give the text to continue",
+         marker);
 }
 
 std::vector<GenerateRequest> build_requests(const GenerateCliOptions& o) {
   std::vector<GenerateRequest> requests;
   for (const std::string& text : o.prompts) requests.push_back({text, o.chat, {}});
   for (const std::string& list : o.ids) requests.push_back({"", false, parse_int_list(list, "--ids")});
+  if (o.chat && !o.ids.empty())
+    fail("--chat wraps text in the model's chat format; --ids are token ids already (drop one of them)");
   if (!o.prompt_file.empty()) {
-    std::ifstream file(o.prompt_file);
-    if (!file) fail("--prompt-file: cannot open '{}'", o.prompt_file);
+    std::error_code error;
+    const auto status = std::filesystem::status(o.prompt_file, error);
+    if (error || !std::filesystem::exists(status)) fail("--prompt-file: '{}' does not exist", o.prompt_file);
+    if (!std::filesystem::is_regular_file(status))
+      fail("--prompt-file: '{}' is not a regular file (a directory or a device?)", o.prompt_file);
+    std::ifstream file(o.prompt_file, std::ios::binary);
+    if (!file) fail("--prompt-file: cannot open '{}' (permissions?)", o.prompt_file);
     requests.push_back({read_all(file), o.chat, {}});
   }
   if (requests.empty()) {
@@ -50,6 +80,7 @@ std::vector<GenerateRequest> build_requests(const GenerateCliOptions& o) {
   }
   for (size_t r = 0; r < requests.size(); ++r)
     if (requests[r].prompt_ids.empty() && requests[r].prompt.empty()) fail("prompt {} is empty", r);
+  for (GenerateRequest& request : requests) request.suffix = o.suffix;
   return requests;
 }
 
@@ -69,7 +100,7 @@ std::string render_canvas(const Engine& engine, std::span<const int32_t> output)
 int run_generate(GenerateCliOptions& o) {
   EngineOptions engine_options;
   engine_options.device = o.device;
-  if (!o.budget.empty()) engine_options.budget = parse_byte_size(o.budget, "--budget");
+  if (given(o.budget_given)) engine_options.budget = parse_byte_size(o.budget, "--budget");
   if (o.model.empty()) o.model = builtin_model_dir().string();
   const auto engine = Engine::open(o.model, engine_options);
   GenerationOptions& gen = o.gen;
@@ -82,18 +113,33 @@ int run_generate(GenerateCliOptions& o) {
   if (o.alg == "maskgit_plus") gen.alg = DreamAlg::maskgit_plus;
   else if (o.alg == "topk_margin") gen.alg = DreamAlg::topk_margin;
   else if (o.alg == "entropy") gen.alg = DreamAlg::entropy;
-  if (o.alg_temp >= 0) gen.alg_temp = o.alg_temp;
-  if (o.top_p >= 0) gen.top_p = o.top_p;
-  if (o.top_k >= 0) gen.top_k = o.top_k;
-  if (o.threshold >= 0) gen.threshold = o.threshold;
-  if (o.factor >= 0) gen.factor = o.factor;
+  gen.seed = parse_uint64(o.seed, "--seed");
+  if (given(o.alg_temp_given)) gen.alg_temp = o.alg_temp;
+  if (given(o.top_p_given)) gen.top_p = o.top_p;
+  if (given(o.top_k_given)) gen.top_k = o.top_k;
+  if (given(o.threshold_given)) gen.threshold = o.threshold;
+  if (given(o.factor_given)) gen.factor = o.factor;
+  // One step per position at most (a step unmasks at least one): the default of 128 shrinks with
+  // a shorter generation; a --steps beyond gen_length is refused by name.
+  if (!given(o.steps_given)) gen.steps = std::min<int64_t>(gen.steps, gen.gen_length);
+  if (given(o.block_length_given) && gen.block_length < 1)  // the library reads 0 as "no blocks given"
+    fail("--block-length must be at least 1, got {}", gen.block_length);
+  if (given(o.eot_id_given)) {
+    if (o.eot_id < 0) fail("--eot-id must be a token id (>= 0), got {}", o.eot_id);
+    gen.eot_id = o.eot_id;
+  }
+  engine->resolve_options(gen);  // every option checked (and named) before any prompt is read
 
   const std::vector<GenerateRequest> requests = build_requests(o);
+  if (o.chat) check_chat_format(*engine);
   const ModelInfo& info = engine->info();
   for (size_t r = 0; r < requests.size(); ++r) {
-    const int64_t prompt = requests[r].prompt_ids.empty()
-                               ? static_cast<int64_t>(engine->encode(requests[r].prompt, requests[r].chat).size())
-                               : static_cast<int64_t>(requests[r].prompt_ids.size());
+    // The suffix's tokens take context like the prompt's.
+    const int64_t prompt = (requests[r].prompt_ids.empty()
+                                ? static_cast<int64_t>(engine->encode(requests[r].prompt, requests[r].chat).size())
+                                : static_cast<int64_t>(requests[r].prompt_ids.size())) +
+                           (o.suffix.empty() ? 0 : static_cast<int64_t>(engine->encode(o.suffix, false).size()));
+    // gen_length is bounded by kMaxStepPositions once resolved: the sum cannot overflow.
     if (info.max_position > 0 && prompt + gen.gen_length > info.max_position && !o.allow_long_context)
       fail("prompt {} ({} tokens) + --gen-length {} = {} exceeds the model's context of {} tokens; "
            "shorten them or pass --allow-long-context",
@@ -133,7 +179,7 @@ int run_generate(GenerateCliOptions& o) {
                                    {"cache", r.cache},
                                    {"stopped_at_eos", r.stopped_at_eos},
                                    {"tokens_per_step", r.tokens_per_step}, {"seconds", r.seconds}});
-    std::puts(report.dump(2).c_str());
+    std::puts(dump_json(report, 2).c_str());
     return 0;
   }
   for (size_t r = 0; r < results.size(); ++r) {
@@ -160,15 +206,17 @@ Action register_generate(CLI::App& app) {
   c->add_option("--prompt-file", o->prompt_file, "Read the prompt from a file");
   c->add_option("--ids", o->ids, "Prompt as token ids, e.g. 1,2,3 (repeat for a batch)");
   c->add_flag("--chat", o->chat, "Wrap the prompt in the model's chat format");
+  c->add_option("--suffix", o->suffix, "Infilling: text after the generated span, which fills the gap");
   c->add_option("--gen-length", g.gen_length, "Tokens to generate")->default_val(128);
-  c->add_option("--steps", g.steps, "Denoising steps")->default_val(128);
-  c->add_option("--block-length", g.block_length,
+  o->steps_given = c->add_option("--steps", g.steps, "Denoising steps (default: 128, or gen-length if fewer)")
+                       ->default_val(128);
+  o->block_length_given = c->add_option("--block-length", g.block_length,
                 "Semi-autoregressive block (LLaDA default: gen-length; Dream: decode in blocks)");
   c->add_option("--cache", o->cache,
                 "KV cache: auto (block-causal models: their exact block cache; else none) | none | prefix | dual")
       ->check(CLI::IsMember({"auto", "none", "prefix", "dual"}));
   c->add_option("--temperature", g.temperature, "Sampling temperature (0: greedy)")->default_val(0.0);
-  c->add_option("--seed", g.seed, "Random seed")->default_val(0);
+  c->add_option("--seed", o->seed, "Random seed, an integer in [0, 2^64)")->default_val("0");
   c->add_option("--remasking", o->remasking, "LLaDA: low_confidence | random")
       ->check(CLI::IsMember({"low_confidence", "random"}));
   c->add_option("--cfg-scale", g.cfg_scale, "LLaDA: classifier-free guidance scale");
@@ -176,15 +224,15 @@ Action register_generate(CLI::App& app) {
   c->add_flag("--confidence-eos-eot-inf", g.confidence_eos_eot_inf, "LLaDA: the reference's EoT/EOS confidence rule");
   c->add_option("--alg", o->alg, "Dream: origin | maskgit_plus | topk_margin | entropy")
       ->check(CLI::IsMember({"origin", "maskgit_plus", "topk_margin", "entropy"}));
-  c->add_option("--alg-temp", o->alg_temp, "Dream: randomness in choosing positions");
-  c->add_option("--top-p", o->top_p, "Dream: nucleus sampling mass");
-  c->add_option("--top-k", o->top_k, "Dream: sample among the k most likely tokens");
+  o->alg_temp_given = c->add_option("--alg-temp", o->alg_temp, "Dream: randomness in choosing positions");
+  o->top_p_given = c->add_option("--top-p", o->top_p, "Dream: nucleus sampling mass");
+  o->top_k_given = c->add_option("--top-k", o->top_k, "Dream: sample among the k most likely tokens");
   c->add_option("--eps", g.eps, "Dream: final timestep")->default_val(1e-3);
-  c->add_option("--threshold", o->threshold, "Fast-dLLM: unmask every position this confident");
-  c->add_option("--factor", o->factor, "Fast-dLLM: the factor rule");
+  o->threshold_given = c->add_option("--threshold", o->threshold, "Fast-dLLM: unmask every position this confident");
+  o->factor_given = c->add_option("--factor", o->factor, "Fast-dLLM: the factor rule");
   c->add_flag("--stop-at-eos", g.stop_at_eos, "Stop once the answer has ended");
-  c->add_option("--eot-id", g.eot_id, "End-of-turn token id (default: from the tokenizer)");
-  c->add_option("--budget", o->budget, "Memory for weights + activations, e.g. 8GiB");
+  o->eot_id_given = c->add_option("--eot-id", o->eot_id, "End-of-turn token id (default: from the tokenizer)");
+  o->budget_given = c->add_option("--budget", o->budget, "Memory for weights + activations, e.g. 8GiB");
   c->add_option("--device", o->device, "auto | cpu | cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   c->add_flag("--allow-long-context", o->allow_long_context, "Run beyond the model's trained context");
   c->add_flag("--visual", o->visual, "Show the canvas as masks resolve (stderr)");

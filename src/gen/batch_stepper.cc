@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "exec/finite_predictions.h"
 
 namespace mosaic {
 namespace {
@@ -35,11 +36,16 @@ void BatchStepper::release(Member& m) {
 int64_t BatchStepper::add(GenerationRequest request) {
   validate_generation_options(config_, request.options);
   validate_for_prompt(config_, static_cast<int64_t>(request.prompt.size()), request.options);
+  validate_suffix(config_, request.options, static_cast<int64_t>(request.suffix.size()));
   for (const int32_t id : request.prompt)
     if (id < 0 || id >= config_.vocab)
       fail("prompt token id {} is outside the vocabulary [0, {})", id, config_.vocab);
+  for (const int32_t id : request.suffix)
+    if (id < 0 || id >= config_.vocab)
+      throw OptionError("suffix", fmt::format("suffix token id {} is outside the vocabulary [0, {})", id, config_.vocab));
   Member member;
-  member.decoder = std::make_unique<SequenceDecoder>(config_, std::move(request.prompt), std::move(request.options));
+  member.decoder = std::make_unique<SequenceDecoder>(config_, std::move(request.prompt), std::move(request.options),
+                                                     std::move(request.suffix));
   member.canvas_id = next_canvas_id();
   if (member.decoder->uses_cache()) {  // its pages to its end, now: no step can run out of them
     const int64_t positions = static_cast<int64_t>(member.decoder->canvas().size());
@@ -86,11 +92,15 @@ GenerationResult BatchStepper::result(int64_t id) const {
   GenerationResult result;
   result.canvas = d.canvas();
   result.prompt_length = d.prompt_length();
+  result.gen_length = d.generation_end() - d.prompt_length();
   result.steps = d.steps_taken();
   result.forwards = d.forwards();
   result.stopped_at_eos = d.stopped_at_eos();
   result.tokens_per_step = m.tokens_per_step;
   result.cache = d.cache_mode();
+  result.logprobs = d.logprobs();
+  std::sort(result.logprobs.begin(), result.logprobs.end(),
+            [](const TokenLogprob& a, const TokenLogprob& b) { return a.position < b.position; });
   return result;
 }
 
@@ -152,6 +162,7 @@ BatchStepSummary BatchStepper::step(const StepObserver& observe) {
       }
     }
     forward.output = runner_.run(input);
+    check_predictions_finite(input, forward.output, config_.vocab);  // a NaN is an error, never a token
     for (const SequenceRows& s : input.sequences) {
       summary.tokens += s.computed_rows();
       summary.candidates += static_cast<int64_t>(s.rows.size());
@@ -215,6 +226,7 @@ BatchStepSummary BatchStepper::step(const StepObserver& observe) {
       event.step = d.steps_taken();
       event.canvas = d.canvas();
       event.prompt_length = d.prompt_length();
+      event.gen_length = d.generation_end() - d.prompt_length();
       event.committed = d.last_committed();
       event.confidence = d.last_committed_confidence();
       event.masked_left = d.masked();

@@ -29,13 +29,15 @@ namespace mosaic {
 struct GenerationRequest {
   std::vector<int32_t> prompt;
   GenerationOptions options;  // validated (and completed) when added
+  std::vector<int32_t> suffix;  // infilling: context after the generated region (validate_suffix)
 };
 
 struct StepEvent {
   int64_t request = 0;                     // the id add() returned (generate(): the index)
   int64_t step = 0;                        // steps taken by this request so far
-  std::span<const int32_t> canvas;         // prompt + generation region
+  std::span<const int32_t> canvas;         // prompt + generation region (+ suffix)
   int64_t prompt_length = 0;
+  int64_t gen_length = 0;                  // the generation region: canvas[prompt_length, + gen_length)
   std::span<const int32_t> committed;      // positions unmasked by this step
   std::span<const float> confidence;       // the confidence each was ranked by, same order
   int64_t masked_left = 0;
@@ -46,14 +48,16 @@ struct StepEvent {
 };
 
 struct GenerationResult {
-  std::vector<int32_t> canvas;  // prompt + generated region (mask ids where nothing was decoded)
+  std::vector<int32_t> canvas;  // prompt + generated region (mask ids where nothing was decoded) + suffix
   int64_t prompt_length = 0;
+  int64_t gen_length = 0;       // the generated region: canvas[prompt_length, prompt_length + gen_length)
   int64_t steps = 0;            // steps taken
   int64_t forwards = 0;         // steps that needed a forward (NFE)
   bool stopped_at_eos = false;
   bool cancelled = false;
   std::vector<int64_t> tokens_per_step;
   CacheMode cache = CacheMode::none;  // the KV cache it decoded with
+  std::vector<TokenLogprob> logprobs;  // options.logprobs: the committed tokens', by position
 };
 
 // What one step() ran: the packed forwards' shape (zero sequences when no request needed one)

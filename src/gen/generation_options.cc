@@ -51,6 +51,11 @@ std::optional<CacheMode> parse_cache_mode(std::string_view name) {
 
 namespace {
 
+template <typename... Args>
+[[noreturn]] void fail_option(const char* option, fmt::format_string<Args...> format, Args&&... args) {
+  throw OptionError(option, fmt::format(format, std::forward<Args>(args)...));
+}
+
 // The mode a request decodes with (cached-decoding.md §3).
 CacheMode resolve_cache_mode(const ModelConfig& config, const GenerationOptions& o) {
   const bool block_causal = config.block_attention != BlockAttention::none;
@@ -58,20 +63,20 @@ CacheMode resolve_cache_mode(const ModelConfig& config, const GenerationOptions&
     case CacheMode::automatic: return block_causal ? CacheMode::block : CacheMode::none;
     case CacheMode::none: return CacheMode::none;
     case CacheMode::block:
-      if (!block_causal) fail("cache block is the exact cache of block-causal models; this model attends fully (use prefix or dual)");
+      if (!block_causal) fail_option("cache", "cache block is the exact cache of block-causal models; this model attends fully (use prefix or dual)");
       return CacheMode::block;
     case CacheMode::prefix:
     case CacheMode::dual:
       if (block_causal)
-        fail("cache {}: the model is block-causal (block_attention \"{}\") and decodes with its exact block cache "
+        fail_option("cache", "cache {}: the model is block-causal (block_attention \"{}\") and decodes with its exact block cache "
              "(cache auto); prefix and dual are approximations for full-attention models",
              cache_mode_name(o.cache), block_attention_name(config.block_attention));
       if (o.cfg_scale > 0)
-        fail("cache {} cannot run cfg_scale {}: the unconditional canvas has no cache (use cache none)",
+        fail_option("cache", "cache {} cannot run cfg_scale {}: the unconditional canvas has no cache (use cache none)",
              cache_mode_name(o.cache), o.cfg_scale);
       return o.cache;
   }
-  fail("unknown cache mode");
+  fail_option("cache", "unknown cache mode");
 }
 
 bool by_rule(const GenerationOptions& o) { return o.threshold.has_value() || o.factor.has_value(); }
@@ -79,17 +84,17 @@ bool by_rule(const GenerationOptions& o) { return o.threshold.has_value() || o.f
 // Blocks of B over a generation of G that do not depend on the prompt (all but absolute ones).
 void check_blocks(const ModelConfig& config, GenerationOptions& o, bool dream) {
   if (o.block_length == 0) o.block_length = o.gen_length;
-  if (o.block_length < 1) fail("block_length must be at least 1, got {}", o.block_length);
+  if (o.block_length < 1) fail_option("block_length", "block_length must be at least 1, got {}", o.block_length);
   if (config.block_attention == BlockAttention::absolute) return;  // validate_for_prompt
   if (o.block_length > o.gen_length)
-    fail("block_length {} must be between 1 and gen_length {}", o.block_length, o.gen_length);
+    fail_option("block_length", "block_length {} must be between 1 and gen_length {}", o.block_length, o.gen_length);
   if (o.gen_length % o.block_length != 0)
-    fail("gen_length {} is not a multiple of block_length {}", o.gen_length, o.block_length);
+    fail_option("block_length", "gen_length {} is not a multiple of block_length {}", o.gen_length, o.block_length);
   const int64_t blocks = o.gen_length / o.block_length;
   if (!by_rule(o) && o.steps % blocks != 0)
-    fail("steps {} is not divisible by the number of blocks {} (gen_length / block_length)", o.steps, blocks);
+    fail_option("steps", "steps {} is not divisible by the number of blocks {} (gen_length / block_length)", o.steps, blocks);
   if (dream && !by_rule(o) && o.steps / blocks < 2)
-    fail("steps {} over {} blocks: Dream's block decoding needs at least 2 steps per block", o.steps, blocks);
+    fail_option("steps", "steps {} over {} blocks: Dream's block decoding needs at least 2 steps per block", o.steps, blocks);
 }
 
 }  // namespace
@@ -107,50 +112,77 @@ void validate_for_prompt(const ModelConfig& config, int64_t prompt_length, const
   const int64_t length = prompt_length + o.gen_length, block = o.block_length;
   const int64_t blocks = (length + block - 1) / block - prompt_length / block;
   if (!by_rule(o) && o.steps % blocks != 0)
-    fail("steps {} is not divisible by the {} blocks of {} the generation meets (positions {} to {} on a grid from 0)",
+    fail_option("steps", "steps {} is not divisible by the {} blocks of {} the generation meets (positions {} to {} on a grid from 0)",
          o.steps, blocks, block, prompt_length, length);
   if (config.family == Family::dream && !by_rule(o) && o.steps / blocks < 2)
-    fail("steps {} over {} blocks: Dream's block decoding needs at least 2 steps per block", o.steps, blocks);
+    fail_option("steps", "steps {} over {} blocks: Dream's block decoding needs at least 2 steps per block", o.steps, blocks);
+}
+
+void validate_suffix(const ModelConfig& config, const GenerationOptions& o, int64_t suffix_length) {
+  if (suffix_length == 0) return;
+  if (config.block_attention != BlockAttention::none)
+    fail_option("suffix", "a suffix needs full attention: this model is block-causal (block_attention \"{}\"), so "
+                "the generated blocks would never see the suffix", block_attention_name(config.block_attention));
+  if (o.cache != CacheMode::none && o.cache != CacheMode::automatic)
+    fail_option("suffix", "a suffix decodes without a KV cache (cache none or auto), got cache {}",
+                cache_mode_name(o.cache));
+  if (o.cfg_scale > 0)
+    fail_option("suffix", "a suffix cannot be combined with cfg_scale {} (classifier-free guidance masks the "
+                "prompt only)", o.cfg_scale);
 }
 
 void validate_generation_options(const ModelConfig& config, GenerationOptions& o) {
-  if (o.gen_length < 1) fail("gen_length must be at least 1, got {}", o.gen_length);
-  if (o.steps < 1) fail("steps must be at least 1, got {}", o.steps);
+  if (o.gen_length < 1) fail_option("gen_length", "gen_length must be at least 1, got {}", o.gen_length);
+  if (o.gen_length > kMaxStepPositions)
+    fail_option("gen_length", "gen_length {} exceeds the {} positions a step can hold", o.gen_length, kMaxStepPositions);
+  if (o.steps < 1) fail_option("steps", "steps must be at least 1, got {}", o.steps);
+  if (o.steps > o.gen_length && !by_rule(o))
+    fail_option("steps",
+                "steps {} exceeds gen_length {}: a step unmasks at least one of the gen_length positions, so more "
+                "steps than positions only repeat forwards (with threshold or factor, steps is a cap and may be larger)",
+                o.steps, o.gen_length);
   if (!(o.temperature >= 0) || !std::isfinite(o.temperature))
-    fail("temperature must be a finite number >= 0, got {}", o.temperature);
-  if (o.threshold && o.factor) fail("give either threshold or factor, not both");
+    fail_option("temperature", "temperature must be a finite number >= 0, got {}", o.temperature);
+  if (o.temperature > 0 && o.temperature < kMinTemperature)
+    fail_option("temperature", "temperature must be 0 (greedy) or at least {}, got {}: smaller values overflow the sampling arithmetic",
+         kMinTemperature, o.temperature);
+  if (o.threshold && o.factor) fail_option("threshold", "give either threshold or factor, not both");
   if (o.threshold && !(*o.threshold >= 0 && *o.threshold <= 1))
-    fail("threshold must be in [0, 1], got {}", *o.threshold);
-  if (o.factor && !(*o.factor > 0)) fail("factor must be > 0, got {}", *o.factor);
+    fail_option("threshold", "threshold must be in [0, 1], got {}", *o.threshold);
+  if (o.factor && !(*o.factor > 0)) fail_option("factor", "factor must be > 0, got {}", *o.factor);
+  if (o.eos_id < -1) fail_option("eos_id", "eos_id must be a token id (>= 0, or -1 for the config's), got {}", o.eos_id);
+  if (o.eot_id < -1) fail_option("eot_id", "eot_id must be a token id (>= 0, or -1 for the tokenizer's), got {}", o.eot_id);
   if (o.eos_id < 0) o.eos_id = config.eos_token_id;
-  if (o.eot_id >= config.vocab) fail("eot id {} is outside the vocabulary of {} tokens", o.eot_id, config.vocab);
-  if (!(o.cfg_scale >= 0) || !std::isfinite(o.cfg_scale)) fail("cfg_scale must be >= 0, got {}", o.cfg_scale);
+  if (o.eos_id >= config.vocab) fail_option("eos_id", "eos id {} is outside the vocabulary of {} tokens", o.eos_id, config.vocab);
+  if (o.eot_id >= config.vocab) fail_option("eot_id", "eot id {} is outside the vocabulary of {} tokens", o.eot_id, config.vocab);
+  if (!(o.cfg_scale >= 0 && o.cfg_scale <= kMaxCfgScale))
+    fail_option("cfg_scale", "cfg_scale must be in [0, {}], got {}", kMaxCfgScale, o.cfg_scale);
   o.cache = resolve_cache_mode(config, o);
 
   if (config.family == Family::dream) {
-    if (o.cfg_scale != 0) fail("cfg_scale applies to LLaDA models, not Dream");
-    if (o.remasking != Remasking::low_confidence) fail("remasking applies to LLaDA models, not Dream (use alg)");
+    if (o.cfg_scale != 0) fail_option("cfg_scale", "cfg_scale applies to LLaDA models, not Dream");
+    if (o.remasking != Remasking::low_confidence) fail_option("remasking", "remasking applies to LLaDA models, not Dream (use alg)");
     if (o.logits_eos_inf || o.confidence_eos_eot_inf)
-      fail("logits_eos_inf / confidence_eos_eot_inf apply to LLaDA models, not Dream");
-    if (!(o.eps > 0 && o.eps < 1)) fail("eps must be in (0, 1), got {}", o.eps);
+      fail_option("logits_eos_inf", "logits_eos_inf / confidence_eos_eot_inf apply to LLaDA models, not Dream");
+    if (!(o.eps > 0 && o.eps < 1)) fail_option("eps", "eps must be in (0, 1), got {}", o.eps);
     // Fast-dLLM's block decoding (cached-decoding.md §2): asked for, or needed by a cache; the
     // whole canvas otherwise (block_length 0).
-    if (o.block_length < 0) fail("block_length must be at least 1, got {}", o.block_length);
+    if (o.block_length < 0) fail_option("block_length", "block_length must be at least 1, got {}", o.block_length);
     if (o.block_length != 0 || o.cache != CacheMode::none || config.block_attention != BlockAttention::none)
       check_blocks(config, o, true);
-    if (o.top_p && !(*o.top_p > 0 && *o.top_p <= 1)) fail("top_p must be in (0, 1], got {}", *o.top_p);
-    if (o.top_k && *o.top_k < 1) fail("top_k must be at least 1, got {}", *o.top_k);
-    if (o.alg_temp && !(*o.alg_temp >= 0)) fail("alg_temp must be >= 0, got {}", *o.alg_temp);
+    if (o.top_p && !(*o.top_p > 0 && *o.top_p <= 1)) fail_option("top_p", "top_p must be in (0, 1], got {}", *o.top_p);
+    if (o.top_k && *o.top_k < 1) fail_option("top_k", "top_k must be at least 1, got {}", *o.top_k);
+    if (o.alg_temp && !(*o.alg_temp >= 0)) fail_option("alg_temp", "alg_temp must be >= 0, got {}", *o.alg_temp);
     if ((o.threshold || o.factor) && o.alg == DreamAlg::origin)
       o.alg = DreamAlg::maskgit_plus;  // the rules rank by the chosen token's probability
     return;
   }
   // LLaDA (and LLaDA-MoE once supported).
   if (o.alg != DreamAlg::origin || o.alg_temp || o.top_p || o.top_k || o.eps != 1e-3)
-    fail("alg, alg_temp, top_p, top_k and eps apply to Dream models, not LLaDA");
+    fail_option("alg", "alg, alg_temp, top_p, top_k and eps apply to Dream models, not LLaDA");
   check_blocks(config, o, false);
   if (o.remasking == Remasking::random && (o.threshold || o.factor))
-    fail("threshold / factor decoding ranks by confidence; it cannot use remasking=random");
+    fail_option("remasking", "threshold / factor decoding ranks by confidence; it cannot use remasking=random");
 }
 
 }  // namespace mosaic

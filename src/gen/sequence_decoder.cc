@@ -1,6 +1,7 @@
 #include "gen/sequence_decoder.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "core/error.h"
 #include "core/philox.h"
@@ -10,22 +11,38 @@
 namespace mosaic {
 
 SequenceDecoder::SequenceDecoder(const ModelConfig& config, std::vector<int32_t> prompt,
-                                 GenerationOptions options)
+                                 GenerationOptions options, std::vector<int32_t> suffix)
     : config_(config), options_(std::move(options)), canvas_(std::move(prompt)) {
   prompt_length_ = static_cast<int64_t>(canvas_.size());
+  generation_end_ = prompt_length_ + options_.gen_length;
   mask_ = static_cast<int32_t>(config.mask_token_id);
-  canvas_.resize(static_cast<size_t>(prompt_length_ + options_.gen_length), mask_);
+  canvas_.resize(static_cast<size_t>(generation_end_), mask_);
+  canvas_.insert(canvas_.end(), suffix.begin(), suffix.end());
   layout_ = block_layout(config, prompt_length_, options_);
   if (decodes_in_blocks(config, options_)) {
-    blocks_ = decoding_blocks(layout_);
+    blocks_ = decoding_blocks(layout_);  // over the generated region only
     steps_per_block_ = options_.steps / static_cast<int64_t>(blocks_.size());
   }
+  layout_.length = static_cast<int64_t>(canvas_.size());  // queries attend to the suffix too
   if (config.family == Family::dream)
     timesteps_ = dream_timesteps(dream_blocks() ? std::max<int64_t>(steps_per_block_, 1) : options_.steps, options_.eps);
 }
 
+TokenLogprob SequenceDecoder::token_logprob(const float* stats, const HeadRowSampling& how, int32_t position) const {
+  const double lse = stats[kHeadLogSumExp];
+  TokenLogprob out;
+  out.position = position - prompt_length_;
+  out.token = static_cast<int32_t>(stats[kHeadChosen]);
+  out.logprob = how.stats_banned(out.token) ? -std::numeric_limits<double>::infinity()
+                                            : double(stats[kHeadChosenLogit]) - lse;
+  out.top.emplace_back(static_cast<int32_t>(stats[kHeadArgmax]), double(stats[kHeadMax]) - lse);
+  if (stats[kHeadSecondId] >= 0)
+    out.top.emplace_back(static_cast<int32_t>(stats[kHeadSecondId]), double(stats[kHeadSecond]) - lse);
+  return out;
+}
+
 int64_t SequenceDecoder::masked() const {
-  return std::count(canvas_.begin() + prompt_length_, canvas_.end(), mask_);
+  return std::count(canvas_.begin() + prompt_length_, canvas_.begin() + generation_end_, mask_);
 }
 
 std::vector<int32_t> SequenceDecoder::masked_in(int64_t begin, int64_t end) const {
@@ -158,7 +175,7 @@ void SequenceDecoder::prepare_dream_block() {
 }
 
 void SequenceDecoder::prepare_dream() {
-  dream_step(masked_in(prompt_length_, static_cast<int64_t>(canvas_.size())), step_);
+  dream_step(masked_in(prompt_length_, generation_end_), step_);
 }
 
 void SequenceDecoder::dream_step(const std::vector<int32_t>& masked, int64_t schedule_step) {
@@ -208,13 +225,16 @@ void SequenceDecoder::commit(const float* stats) {
     else if (options_.factor) chosen = factor_positions(ranked, *options_.factor);
     else if (quota_ >= 0) chosen = top_k_positions(ranked, quota_);
     else for (size_t i = 0; i < candidates.size(); ++i) chosen.push_back(i);
+    if (options_.logprobs)
+      for (const size_t i : chosen) logprobs_.push_back(token_logprob(stats + i * kHeadStatCount, next_.sampling[i], candidates[i]));
     unmask(std::move(chosen), tokens, confidences);
   }
   advance();
 }
 
 std::optional<CommitRule> SequenceDecoder::device_commit_rule() const {
-  if (next_.candidates.empty() || next_.needs_logits) return std::nullopt;
+  // Log-probabilities need the rows' statistics, which a device commit keeps on the device.
+  if (next_.candidates.empty() || next_.needs_logits || options_.logprobs) return std::nullopt;
   CommitRule rule;
   rule.confidence = confidence_kind();
   if (commit_all_) {  // the Dream block's first position, whatever the rule
@@ -284,11 +304,11 @@ void SequenceDecoder::advance() {
 }
 
 void SequenceDecoder::check_eos() {
-  for (int64_t p = prompt_length_; p < static_cast<int64_t>(canvas_.size()); ++p) {
+  for (int64_t p = prompt_length_; p < generation_end_; ++p) {
     const int32_t token = canvas_[p];
     if (token == mask_) return;  // something before any end token is still open
     if (token == options_.eos_id || (options_.eot_id >= 0 && token == options_.eot_id)) {
-      for (int64_t rest = p + 1; rest < static_cast<int64_t>(canvas_.size()); ++rest)
+      for (int64_t rest = p + 1; rest < generation_end_; ++rest)
         if (canvas_[rest] == mask_) canvas_[rest] = static_cast<int32_t>(options_.eos_id);
       finished_ = stopped_at_eos_ = true;
       return;

@@ -33,8 +33,11 @@ struct DecoderStep {
 
 class SequenceDecoder {
  public:
-  // `options` must have passed validate_generation_options for `config`.
-  SequenceDecoder(const ModelConfig& config, std::vector<int32_t> prompt, GenerationOptions options);
+  // `options` must have passed validate_generation_options for `config` (and validate_suffix for
+  // a suffix). The canvas is prompt + gen_length masks + suffix: the suffix is context the
+  // generated region is decoded between (infilling), never a candidate.
+  SequenceDecoder(const ModelConfig& config, std::vector<int32_t> prompt, GenerationOptions options,
+                  std::vector<int32_t> suffix = {});
 
   bool finished() const { return finished_; }
   // Whether the request decodes with a KV cache (it holds one from its first step to its end).
@@ -42,6 +45,7 @@ class SequenceDecoder {
   CacheMode cache_mode() const { return options_.cache; }
   const std::vector<int32_t>& canvas() const { return canvas_; }
   int64_t prompt_length() const { return prompt_length_; }
+  int64_t generation_end() const { return generation_end_; }  // prompt + gen_length
   int64_t steps_taken() const { return step_; }
   int64_t forwards() const { return forwards_; }
   int64_t masked() const;
@@ -50,6 +54,8 @@ class SequenceDecoder {
   // The confidence each of those positions was ranked by (the algorithm's score of its token,
   // before any alg_temp noise), in the same order.
   const std::vector<float>& last_committed_confidence() const { return committed_confidence_; }
+  // With options.logprobs: every committed token's log-probabilities so far, in commit order.
+  const std::vector<TokenLogprob>& logprobs() const { return logprobs_; }
 
   // What the next step needs. Call once per step, then commit().
   const DecoderStep& prepare();
@@ -84,6 +90,8 @@ class SequenceDecoder {
   void unmask(std::vector<size_t> chosen, std::span<const int32_t> tokens, std::span<const double> confidences);
   void advance();
   void check_eos();
+  // The committed token's log-probabilities from its row's statistics.
+  TokenLogprob token_logprob(const float* stats, const HeadRowSampling& how, int32_t position) const;
   bool decoding_by_rule() const { return options_.threshold.has_value() || options_.factor.has_value(); }
   bool dream_blocks() const { return config_.family == Family::dream && decodes_in_blocks(config_, options_); }
   void after_forward();  // the cache's state after a step that ran a forward
@@ -92,6 +100,7 @@ class SequenceDecoder {
   GenerationOptions options_;
   std::vector<int32_t> canvas_;
   int64_t prompt_length_;
+  int64_t generation_end_;
   int32_t mask_;
   int64_t step_ = 0;      // steps taken (the RNG's step address)
   int64_t forwards_ = 0;  // steps that ran a forward
@@ -112,6 +121,7 @@ class SequenceDecoder {
   bool commit_all_ = false;       // every candidate is unmasked, whatever the rule
   std::vector<int32_t> committed_;
   std::vector<float> committed_confidence_;
+  std::vector<TokenLogprob> logprobs_;
 };
 
 }  // namespace mosaic

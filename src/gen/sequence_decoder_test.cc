@@ -4,6 +4,8 @@
 // tests/gpu/device_commit_test.cc's.
 #include "gen/sequence_decoder.h"
 
+#include <algorithm>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -42,8 +44,11 @@ const ModelConfig& tiny_llada() {
 // A tiny LLaDA decoder that unmasks 4 positions after the prompt {7, 8} in `steps` steps.
 SequenceDecoder four_positions_in(int64_t steps) {
   GenerationOptions options;
-  options.gen_length = 4, options.steps = steps;
+  options.gen_length = 4, options.steps = std::min<int64_t>(steps, 4);
   validate_generation_options(tiny_llada(), options);
+  // Validation refuses more steps than positions; the decoder still handles the steps without
+  // candidates they would give (as Dream's schedule can give one), so tests may ask for them.
+  options.steps = steps;
   return SequenceDecoder(tiny_llada(), {7, 8}, options);
 }
 
@@ -136,6 +141,72 @@ TEST(CommitFromDevice, UnmasksTheFlaggedRowsAndReportsThemInPositionOrder) {
   EXPECT_EQ(decoder.forwards(), 1);
   EXPECT_EQ(decoder.steps_taken(), 1);
   EXPECT_FALSE(decoder.finished());
+}
+
+
+// Infilling (docs/design/infilling.md): prompt + gen_length masks + suffix; the suffix is context.
+TEST(Infilling, TheSuffixFollowsTheMasksAndIsNeverACandidate) {
+  for (const Family family : {Family::llada, Family::dream}) {
+    const ModelConfig config = test_model_preset(family, "tiny");
+    GenerationOptions options;
+    options.gen_length = 4, options.steps = 4;
+    validate_generation_options(config, options);
+    SequenceDecoder decoder(config, {7, 8}, options, {9, 10, 11});
+    const int32_t m = static_cast<int32_t>(config.mask_token_id);
+    EXPECT_THAT(decoder.canvas(), ElementsAre(7, 8, m, m, m, m, 9, 10, 11));
+    EXPECT_EQ(decoder.generation_end(), 6);
+    EXPECT_EQ(decoder.masked(), 4);
+    const DecoderStep& step = decoder.prepare();
+    ASSERT_FALSE(step.candidates.empty());
+    for (const int32_t p : step.candidates) {
+      EXPECT_GE(p, 2);
+      EXPECT_LT(p, 6);
+    }
+    EXPECT_EQ(step.layout.length, 9);  // queries attend to the suffix
+  }
+}
+
+TEST(Infilling, RefusedWhereItCannotWork) {
+  const ModelConfig config = tiny_llada();
+  GenerationOptions options;
+  options.gen_length = 8, options.steps = 8, options.block_length = 4, options.cache = CacheMode::dual;
+  validate_generation_options(config, options);
+  EXPECT_THROW(validate_suffix(config, options, 3), OptionError);
+  EXPECT_NO_THROW(validate_suffix(config, options, 0));
+  ModelConfig block_causal = config;
+  block_causal.block_attention = BlockAttention::prompt;
+  GenerationOptions plain;
+  plain.gen_length = 8, plain.steps = 8;
+  try {
+    validate_suffix(block_causal, plain, 3);
+    ADD_FAILURE() << "a block-causal model infilled";
+  } catch (const OptionError& error) {
+    EXPECT_EQ(error.option(), "suffix");
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("block-causal"));
+  }
+}
+
+// The committed token's log-probability is its logit minus the row's log-sum-exp; the top list is
+// the row's max and runner-up (the fused head's statistics, written here by hand).
+TEST(Logprobs, ACommittedTokensLogprobComesFromItsRowsStatistics) {
+  GenerationOptions options;
+  options.gen_length = 1, options.steps = 1, options.logprobs = true;
+  validate_generation_options(tiny_llada(), options);
+  SequenceDecoder decoder(tiny_llada(), {7, 8}, options);
+  decoder.prepare();
+  EXPECT_FALSE(decoder.device_commit_rule().has_value());  // the statistics must come back
+  float stats[kHeadStatCount] = {};
+  stats[kHeadChosen] = 5, stats[kHeadChosenLogit] = 1.0f, stats[kHeadMax] = 2.0f, stats[kHeadArgmax] = 6;
+  stats[kHeadLogSumExp] = 3.0f, stats[kHeadSecond] = 1.0f, stats[kHeadSecondId] = 5;
+  decoder.commit(stats);
+  ASSERT_EQ(decoder.logprobs().size(), 1u);
+  const TokenLogprob& lp = decoder.logprobs()[0];
+  EXPECT_EQ(lp.position, 0);
+  EXPECT_EQ(lp.token, 5);
+  EXPECT_DOUBLE_EQ(lp.logprob, -2.0);
+  ASSERT_EQ(lp.top.size(), 2u);
+  EXPECT_EQ(lp.top[0], (std::pair<int32_t, double>{6, -1.0}));
+  EXPECT_EQ(lp.top[1], (std::pair<int32_t, double>{5, -2.0}));
 }
 
 }  // namespace

@@ -3,12 +3,15 @@
 // a pending KeyboardInterrupt cancels the generation and is raised once the engine has
 // returned) and (2) hand the step to the optional Python callable `on_step`, whose False
 // cancels the generation (mosaic.Engine.stream closes that way) and whose exception cancels it
-// and propagates.
+// and propagates. At interpreter exit, running generations are cancelled first (RunningGenerations).
 #include <fmt/format.h>
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
 #include <exception>
+#include <mutex>
 
 #include "python/bindings.h"
 #include "python/generation_kwargs.h"
@@ -51,10 +54,10 @@ py::dict result_dict(const GenerateResult& result, uint64_t activation_peak) {
 // Prompt + generation beyond the model's trained context is refused unless asked for, as
 // `mosaic generate` does (--allow-long-context).
 void check_context(const Engine& engine, const std::vector<std::vector<int32_t>>& prompts,
-                   const GenerationOptions& options) {
+                   const GenerationOptions& options, size_t suffix_tokens) {
   const int64_t context = engine.info().max_position;
   for (size_t r = 0; r < prompts.size(); ++r) {
-    const int64_t prompt = static_cast<int64_t>(prompts[r].size());
+    const int64_t prompt = static_cast<int64_t>(prompts[r].size() + suffix_tokens);  // a suffix takes context too
     if (context > 0 && prompt + options.gen_length > context)
       throw py::value_error(fmt::format(
           "prompt {} ({} tokens) + gen_length {} = {} exceeds the model's context of {} tokens; "
@@ -63,18 +66,64 @@ void check_context(const Engine& engine, const std::vector<std::vector<int32_t>>
   }
 }
 
+// Generations running with the GIL released, and whether the interpreter is exiting. A thread that
+// takes the GIL back once finalisation has begun is ended by CPython with a forced unwind, which
+// through our C++ frames is std::terminate (SIGABRT). So an atexit hook, which runs while the
+// interpreter is still whole, makes every running generation cancel at its next step without
+// touching Python, and waits (GIL released) until each has its GIL back and has left.
+struct RunningGenerations {
+  std::mutex mutex;
+  std::condition_variable idle;
+  int64_t running = 0;
+  std::atomic<bool> exiting{false};
+};
+
+RunningGenerations& running_generations() {
+  static auto* const generations = new RunningGenerations;  // never destroyed: used at exit
+  return *generations;
+}
+
+void wait_for_generations_at_exit() {
+  RunningGenerations& g = running_generations();
+  g.exiting = true;
+  py::gil_scoped_release release;
+  std::unique_lock lock(g.mutex);
+  g.idle.wait(lock, [&] { return g.running == 0; });
+}
+
+// Counts one generation from before the GIL is released until after it is taken back.
+class RunningGeneration {
+ public:
+  RunningGeneration() {
+    RunningGenerations& g = running_generations();
+    if (g.exiting) throw py::value_error("the interpreter is exiting: no new generation starts");
+    std::lock_guard lock(g.mutex);
+    ++g.running;
+  }
+  ~RunningGeneration() {
+    RunningGenerations& g = running_generations();
+    std::lock_guard lock(g.mutex);
+    if (--g.running == 0) g.idle.notify_all();
+  }
+  RunningGeneration(const RunningGeneration&) = delete;
+  RunningGeneration& operator=(const RunningGeneration&) = delete;
+};
+
 py::list generate(const Engine& engine, const std::vector<std::vector<int32_t>>& prompts,
-                  const py::dict& sampling, const py::object& on_step, bool allow_long_context) {
+                  const py::dict& sampling, const py::object& on_step, bool allow_long_context,
+                  const std::vector<int32_t>& suffix) {
   const GenerationOptions options = generation_options_from_kwargs(sampling);
-  if (!allow_long_context) check_context(engine, prompts, options);
+  engine.resolve_options(options);  // every option checked (and named) before sizes are added up
+  if (!allow_long_context) check_context(engine, prompts, options, suffix.size());
   std::vector<GenerateRequest> requests(prompts.size());
-  for (size_t r = 0; r < prompts.size(); ++r) requests[r].prompt_ids = prompts[r];
+  for (size_t r = 0; r < prompts.size(); ++r) requests[r].prompt_ids = prompts[r], requests[r].suffix_ids = suffix;
 
   std::vector<uint64_t> activation_peak(prompts.size(), 0);  // largest planned step, per request
   std::exception_ptr python_error;
   const GenerateCallback callback = [&](const GenerateEvent& event) {
     uint64_t& peak = activation_peak[static_cast<size_t>(event.request)];
     peak = std::max(peak, event.planned_peak);
+    if (running_generations().exiting) return false;  // cancel; the GIL is the exit hook's now
     py::gil_scoped_acquire acquire;
     try {
       if (PyErr_CheckSignals() != 0) throw py::error_already_set();
@@ -91,6 +140,7 @@ py::list generate(const Engine& engine, const std::vector<std::vector<int32_t>>&
   };
   std::vector<GenerateResult> results;
   {
+    const RunningGeneration running;  // outlives the release below: counted until the GIL is back
     py::gil_scoped_release release;
     results = engine.generate(requests, options, callback);
   }
@@ -103,8 +153,10 @@ py::list generate(const Engine& engine, const std::vector<std::vector<int32_t>>&
 }  // namespace
 
 void bind_generate(EngineClass& engine) {
+  py::module_::import("atexit").attr("register")(py::cpp_function(&wait_for_generations_at_exit));
   engine.def("generate", &generate, py::arg("prompts"), py::arg("sampling"),
              py::arg("on_step") = py::none(), py::arg("allow_long_context") = false,
+             py::arg("suffix") = std::vector<int32_t>{},
              "Generates for a batch of token-id prompts; a list of result dicts");
 }
 

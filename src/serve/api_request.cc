@@ -113,7 +113,9 @@ void read_prompt(const json* prompt, ApiRequest& request, int64_t vocab) {
   }
 }
 
-// messages: [{"role": "user", "content": "..." | [{"type": "text", "text": "..."}]}, ...]
+// messages: [{"role": "user", "content": "..." | [{"type": "text", "text": "..."}]}, ...]. An
+// assistant turn may have content null (a client replaying a turn that called a tool, or an
+// empty one): it is empty. "developer" is OpenAI's newer name for "system".
 void read_messages(const json* messages, ApiRequest& request) {
   if (!messages) bad_request("messages", "'messages' is required");
   if (!messages->is_array()) bad_request("messages", "'messages' must be an array, got {}", type_name(*messages));
@@ -125,10 +127,18 @@ void read_messages(const json* messages, ApiRequest& request) {
     const Fields fields(message);
     const std::optional<std::string> role = fields.string("role");
     if (!role || role->empty()) bad_request(where + ".role", "'{}.role' is required", where);
-    ChatTurn turn{*role, {}};
+    if (*role == "tool" || *role == "function")
+      bad_request(where + ".role", "'{}.role' is \"{}\": tool and function calls are not supported", where, *role);
+    if (*role != "system" && *role != "user" && *role != "assistant" && *role != "developer")
+      bad_request(where + ".role", "'{}.role' must be system, developer, user or assistant, got \"{}\"", where, *role);
+    if (fields.find("tool_calls") || fields.find("function_call"))
+      bad_request(where + ".tool_calls", "'{}' holds tool calls: tool and function calls are not supported", where);
+    ChatTurn turn{*role == "developer" ? "system" : *role, {}};
     const json* content = fields.find("content");
-    if (!content) bad_request(where + ".content", "'{}.content' is required", where);
-    if (content->is_string()) {
+    if (!content && *role != "assistant") bad_request(where + ".content", "'{}.content' is required", where);
+    if (!content) {
+      // an assistant turn without text
+    } else if (content->is_string()) {
       turn.content = content->get<std::string>();
     } else if (content->is_array()) {
       for (const json& part : *content) {
@@ -145,36 +155,134 @@ void read_messages(const json* messages, ApiRequest& request) {
   }
 }
 
-// OpenAI features that would change the answer and that Mosaic does not implement.
-void refuse_unsupported(const Fields& fields) {
-  for (const char* count : {"n", "best_of"})
-    if (const auto value = fields.integer(count, 0, std::numeric_limits<int64_t>::max()); value && *value != 1)
-      bad_request(count, "'{}' must be 1 (one answer per request), got {}", count, *value);
-  if (const json* stop = fields.find("stop"))
-    if (!(stop->is_array() && stop->empty()) && !(stop->is_string() && stop->get<std::string>().empty()))
-      bad_request("stop", "stop sequences are not supported (the answer ends at EOS / end of turn)");
-  if (const json* logprobs = fields.find("logprobs"))
-    if (!(logprobs->is_boolean() && !logprobs->get<bool>()) && !(logprobs->is_number_integer() && *logprobs == 0))
-      bad_request("logprobs", "logprobs are not supported");
-  if (fields.boolean("echo").value_or(false)) bad_request("echo", "echo is not supported");
-  for (const char* penalty : {"presence_penalty", "frequency_penalty"})
-    if (const auto value = fields.number(penalty, -2, 2); value && *value != 0)
-      bad_request(penalty, "'{}' is not supported (only 0)", penalty);
+bool is_empty_value(const json& value) {
+  return value.is_null() || (value.is_array() && value.empty()) || (value.is_object() && value.empty()) ||
+         (value.is_string() && value.get<std::string>().empty()) || (value.is_boolean() && !value.get<bool>());
 }
 
-void read_options(const Fields& fields, Endpoint endpoint, const RequestLimits& limits, GenerationOptions& o) {
-  std::optional<int64_t> gen_length = fields.integer("gen_length", 1, limits.max_gen_length);
-  if (endpoint != Endpoint::generate) {
-    const std::optional<int64_t> max_tokens = fields.integer("max_tokens", 1, limits.max_gen_length);
-    if (max_tokens && gen_length && *max_tokens != *gen_length)
-      bad_request("max_tokens", "'max_tokens' ({}) and 'gen_length' ({}) disagree; give one", *max_tokens, *gen_length);
-    if (max_tokens) gen_length = max_tokens;
+// OpenAI features that would change the answer and that Mosaic does not implement: a 400 naming
+// the field, never silently ignored. Empty values ({} / [] / null) ask for nothing and pass.
+void refuse_unsupported(const Fields& fields) {
+  for (const char* name : {"logit_bias", "tools", "functions", "audio", "prediction", "web_search_options"})
+    if (const json* value = fields.find(name); value && !is_empty_value(*value))
+      bad_request(name, "'{}' is not supported by this server", name);
+  for (const char* name : {"tool_choice", "function_call"})
+    if (const json* value = fields.find(name); value && !(value->is_string() && *value == "none"))
+      bad_request(name, "'{}' is not supported by this server (tool and function calls)", name);
+  if (const json* format = fields.find("response_format")) {
+    if (!format->is_object()) bad_request("response_format", "'response_format' must be an object, got {}", type_name(*format));
+    const auto type = format->find("type");
+    if (type == format->end() || *type != "text")
+      bad_request("response_format", "'response_format' {} is not supported: only {{\"type\": \"text\"}} "
+                  "(no JSON mode or schemas)", format->dump());
   }
-  o.gen_length = gen_length.value_or(limits.default_gen_length);
-  o.steps = fields.integer("steps", 1, limits.max_steps).value_or(limits.default_steps.value_or(o.gen_length));
+  if (const json* modalities = fields.find("modalities"))
+    if (!(modalities->is_array() && (modalities->empty() || (modalities->size() == 1 && (*modalities)[0] == "text"))))
+      bad_request("modalities", "'modalities' must be [\"text\"]");
+  if (fields.string("reasoning_effort"))
+    bad_request("reasoning_effort", "'reasoning_effort' is not supported (the model does not reason in a hidden channel)");
+  for (const char* penalty : {"presence_penalty", "frequency_penalty"})
+    if (const auto value = fields.number(penalty, -2, 2); value && *value != 0)
+      bad_request(penalty, "'{}' is not supported (only 0): a diffusion step commits tokens in parallel, with no "
+                  "running count to penalise", penalty);
+}
+
+// stop: "text" | ["text", ...] (at most limits.max_stop, none empty).
+std::vector<std::string> read_stop(const Fields& fields, const RequestLimits& limits) {
+  const json* stop = fields.find("stop");
+  if (!stop) return {};
+  std::vector<std::string> out;
+  if (stop->is_string()) {
+    out.push_back(stop->get<std::string>());
+  } else if (stop->is_array()) {
+    for (const json& entry : *stop) {
+      if (!entry.is_string()) bad_request("stop", "'stop' must be a string or an array of strings; found {}", type_name(entry));
+      out.push_back(entry.get<std::string>());
+    }
+  } else {
+    bad_request("stop", "'stop' must be a string or an array of strings, got {}", type_name(*stop));
+  }
+  if (static_cast<int64_t>(out.size()) > limits.max_stop)
+    bad_request("stop", "'stop' holds {} sequences; at most {}", out.size(), limits.max_stop);
+  for (const std::string& entry : out)
+    if (entry.empty()) bad_request("stop", "'stop' sequences must not be empty");
+  return out;
+}
+
+// completions: logprobs = N (0..kMaxTopLogprobs); chat: logprobs = true, top_logprobs = N.
+void read_logprobs(const Fields& fields, Endpoint endpoint, ApiRequest& request) {
+  const std::string limit = fmt::format("at most {}: the fused LM head keeps the top {} of each row", kMaxTopLogprobs,
+                                        kMaxTopLogprobs);
+  if (endpoint == Endpoint::chat_completions) {
+    const bool wanted = fields.boolean("logprobs").value_or(false);
+    const std::optional<int64_t> top = fields.integer("top_logprobs", 0, std::numeric_limits<int64_t>::max());
+    if (top && *top > kMaxTopLogprobs) bad_request("top_logprobs", "'top_logprobs' is {}; {}", *top, limit);
+    if (top && !wanted) bad_request("top_logprobs", "'top_logprobs' needs 'logprobs': true");
+    if (wanted) request.logprobs = top.value_or(0);
+    return;
+  }
+  const json* value = fields.find("logprobs");
+  if (!value || (value->is_boolean() && !value->get<bool>())) return;
+  if (endpoint == Endpoint::generate) bad_request("logprobs", "'logprobs' is not offered on /generate; use /v1/completions");
+  const std::optional<int64_t> top = fields.integer("logprobs", 0, std::numeric_limits<int64_t>::max());
+  if (*top > kMaxTopLogprobs) bad_request("logprobs", "'logprobs' is {}; {}", *top, limit);
+  request.logprobs = *top;
+}
+
+void read_answer_fields(const Fields& fields, Endpoint endpoint, const RequestLimits& limits, ApiRequest& request) {
+  const std::optional<int64_t> n = fields.integer("n", 1, limits.max_n);
+  if (n && *n != 1 && endpoint == Endpoint::generate) bad_request("n", "'n' is not offered on /generate; use /v1/completions");
+  request.n = n.value_or(1);
+  if (const auto best_of = fields.integer("best_of", 1, limits.max_n); best_of && *best_of != request.n)
+    bad_request("best_of", "'best_of' {} is not supported: every choice is returned, so best_of must equal n ({})",
+                *best_of, request.n);
+  request.stop = read_stop(fields, limits);
+  read_logprobs(fields, endpoint, request);
+  if (endpoint != Endpoint::chat_completions) {
+    request.suffix = fields.string("suffix");
+    if (request.suffix && request.suffix->empty()) request.suffix.reset();
+  }
+  if (endpoint == Endpoint::completions) request.echo = fields.boolean("echo").value_or(false);
+  else if (endpoint == Endpoint::generate && fields.boolean("echo").value_or(false))
+    bad_request("echo", "'echo' is not offered on /generate; use /v1/completions");
+  if (const json* options = fields.find("stream_options")) {
+    if (!options->is_object())
+      bad_request("stream_options", "'stream_options' must be an object, got {}", type_name(*options));
+    if (!request.stream) bad_request("stream_options", "'stream_options' is only allowed with \"stream\": true");
+    const Fields stream_fields(*options);
+    if (const json* usage = stream_fields.find("include_usage"); usage && !usage->is_boolean())
+      bad_request("stream_options.include_usage", "'stream_options.include_usage' must be true or false, got {}",
+                  type_name(*usage));
+    request.include_usage = stream_fields.boolean("include_usage").value_or(false);
+  }
+  if (request.logprobs && request.stream)
+    bad_request("logprobs", "'logprobs' with \"stream\": true is not supported; ask without streaming");
+  if (request.logprobs && request.echo)
+    bad_request("echo", "'echo' with 'logprobs' is not supported: the prompt's log-probabilities are never computed");
+  request.parse_special = fields.boolean("parse_special").value_or(false);
+}
+
+void read_options(const Fields& fields, Endpoint endpoint, const RequestLimits& limits, ApiRequest& request) {
+  GenerationOptions& o = request.options;
+  // The generated length: gen_length, or OpenAI's max_tokens / max_completion_tokens; given
+  // twice, the values must agree.
+  std::optional<int64_t> gen_length;
+  std::vector<const char*> names = {"gen_length"};
+  if (endpoint != Endpoint::generate) names = {"max_tokens", "max_completion_tokens", "gen_length"};
+  for (const char* name : names) {
+    const std::optional<int64_t> value = fields.integer(name, 1, limits.max_gen_length);
+    if (!value) continue;
+    if (gen_length && *gen_length != *value)
+      bad_request(name, "'{}' ({}) and '{}' ({}) disagree; give one", name, *value, request.gen_length_field, *gen_length);
+    if (!gen_length) gen_length = value, request.gen_length_field = name;
+  }
+  o.gen_length = gen_length.value_or(0);
+  o.steps = fields.integer("steps", 1, limits.max_steps).value_or(0);
   o.block_length = fields.integer("block_length", 1, limits.max_gen_length).value_or(0);
   o.temperature = fields.number("temperature", 0, 1e6).value_or(0.0);
-  o.seed = static_cast<uint64_t>(fields.integer("seed", 0, std::numeric_limits<int64_t>::max()).value_or(0));
+  const std::optional<int64_t> seed = fields.integer("seed", 0, std::numeric_limits<int64_t>::max());
+  request.seed_given = seed.has_value();
+  o.seed = static_cast<uint64_t>(seed.value_or(0));
   o.cfg_scale = fields.number("cfg_scale", 0, 1e6).value_or(0.0);
   if (const auto remasking = fields.string("remasking")) {
     if (*remasking == "low_confidence") o.remasking = Remasking::low_confidence;
@@ -209,6 +317,7 @@ void read_options(const Fields& fields, Endpoint endpoint, const RequestLimits& 
     else if (*cache == "dual") o.cache = CacheMode::dual;
     else bad_request("cache", "'cache' must be auto, none, prefix or dual, got \"{}\"", *cache);
   }
+  o.logprobs = request.logprobs.has_value();
 }
 
 }  // namespace
@@ -229,7 +338,8 @@ ApiRequest parse_api_request(Endpoint endpoint, std::string_view body, const Req
   }
   if (endpoint == Endpoint::generate) request.chat = fields.boolean("chat").value_or(false);
   if (endpoint != Endpoint::generate) refuse_unsupported(fields);
-  read_options(fields, endpoint, limits, request.options);
+  read_answer_fields(fields, endpoint, limits, request);
+  read_options(fields, endpoint, limits, request);
   return request;
 }
 

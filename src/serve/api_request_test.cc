@@ -58,8 +58,14 @@ TEST(ApiRequest, DefaultsAndDreamFields) {
   const ApiRequest d = parse(Endpoint::completions, R"({"prompt": [1, 2, 3]})");
   EXPECT_EQ(d.prompt_ids, (std::vector<int32_t>{1, 2, 3}));
   EXPECT_FALSE(d.text.has_value());
-  EXPECT_EQ(d.options.gen_length, 32);
-  EXPECT_EQ(d.options.steps, 32);  // one token per step by default
+  // Left out: derived from the prompt's length once it is encoded (generation_plan.h).
+  EXPECT_EQ(d.options.gen_length, 0);
+  EXPECT_EQ(d.gen_length_field, "");
+  EXPECT_EQ(d.options.steps, 0);
+  EXPECT_FALSE(d.seed_given);
+  EXPECT_EQ(d.n, 1);
+  EXPECT_FALSE(d.logprobs.has_value());
+  EXPECT_FALSE(d.parse_special);
   EXPECT_FALSE(d.stream);
   const ApiRequest r = parse(Endpoint::completions,
                              R"({"prompt": [[4, 5]], "alg": "entropy", "alg_temp": 0.1, "top_k": 5, "top_p": 0.9,
@@ -123,7 +129,8 @@ TEST(ApiRequest, OutOfRangeValues) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {R"({"prompt": "x", "max_tokens": 0})", "max_tokens"},
       {R"({"prompt": "x", "max_tokens": 100000})", "max_tokens"},
-      {R"({"prompt": "x", "gen_length": 16, "max_tokens": 32})", "max_tokens"},
+      {R"({"prompt": "x", "gen_length": 16, "max_tokens": 32})", "gen_length"},
+      {R"({"prompt": "x", "max_completion_tokens": 16, "max_tokens": 32})", "max_completion_tokens"},
       {R"({"prompt": "x", "steps": 0})", "steps"},
       {R"({"prompt": "x", "steps": 99999999})", "steps"},
       {R"({"prompt": "x", "temperature": -1})", "temperature"},
@@ -138,10 +145,14 @@ TEST(ApiRequest, OutOfRangeValues) {
       {R"({"prompt": ""})", "prompt"},
       {R"({"prompt": []})", "prompt"},
       {R"({"prompt": ["a", "b"]})", "prompt"},
-      {R"({"prompt": "x", "n": 2})", "n"},
-      {R"({"prompt": "x", "stop": ["\n"]})", "stop"},
+      {R"({"prompt": "x", "n": 17})", "n"},
+      {R"({"prompt": "x", "n": 0})", "n"},
+      {R"({"prompt": "x", "stop": ""})", "stop"},
+      {R"({"prompt": "x", "stop": ["a", "b", "c", "d", "e"]})", "stop"},
+      {R"({"prompt": "x", "stop": [1]})", "stop"},
       {R"({"prompt": "x", "logprobs": 5})", "logprobs"},
-      {R"({"prompt": "x", "echo": true})", "echo"},
+      {R"({"prompt": "x", "logprobs": 1, "echo": true})", "echo"},
+      {R"({"prompt": "x", "logprobs": 1, "stream": true})", "logprobs"},
       {R"({"prompt": "x", "presence_penalty": 0.5})", "presence_penalty"},
   };
   for (const auto& [body, param] : cases) EXPECT_EQ(refusal(Endpoint::completions, body).second, param) << body;
@@ -149,6 +160,80 @@ TEST(ApiRequest, OutOfRangeValues) {
               HasSubstr("'max_tokens' must be between 1 and 1024, got 0"));
   EXPECT_THAT(refusal(Endpoint::completions, R"({"prompt": [1, 500]})").first,
               HasSubstr("token id 500 in 'prompt' is outside the vocabulary [0, 500)"));
+}
+
+TEST(ApiRequest, OpenAiAnswerFields) {
+  const ApiRequest c = parse(Endpoint::completions,
+                             R"({"prompt": "x", "max_completion_tokens": 12, "n": 3, "stop": ["\n", "END"], "seed": 0,
+                                 "logprobs": 2, "suffix": "tail", "parse_special": true, "best_of": 3})");
+  EXPECT_EQ(c.options.gen_length, 12);
+  EXPECT_EQ(c.gen_length_field, "max_completion_tokens");
+  EXPECT_EQ(c.n, 3);
+  EXPECT_EQ(c.stop, (std::vector<std::string>{"\n", "END"}));
+  EXPECT_TRUE(c.seed_given);
+  EXPECT_EQ(c.logprobs, 2);
+  EXPECT_TRUE(c.options.logprobs);
+  EXPECT_EQ(c.suffix, "tail");
+  EXPECT_TRUE(c.parse_special);
+  EXPECT_EQ(parse(Endpoint::completions, R"({"prompt": "x", "stop": "\n\n", "echo": true})").stop,
+            (std::vector<std::string>{"\n\n"}));
+  EXPECT_TRUE(parse(Endpoint::completions, R"({"prompt": "x", "echo": true})").echo);
+  const ApiRequest s = parse(Endpoint::completions, R"({"prompt": "x", "stream": true, "stream_options": {"include_usage": true}})");
+  EXPECT_TRUE(s.include_usage);
+  const ApiRequest chat = parse(Endpoint::chat_completions,
+                                R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true, "top_logprobs": 1})");
+  EXPECT_EQ(chat.logprobs, 1);
+  EXPECT_FALSE(parse(Endpoint::chat_completions, R"({"messages": [{"role": "user", "content": "x"}], "logprobs": false})")
+                   .logprobs.has_value());
+}
+
+TEST(ApiRequest, FeaturesThatWouldChangeTheAnswerAreRefusedByName) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"prompt": "x", "logit_bias": {"50256": -100}})", "logit_bias"},
+      {R"({"prompt": "x", "response_format": {"type": "json_object"}})", "response_format"},
+      {R"({"prompt": "x", "tools": [{"type": "function", "function": {"name": "f"}}]})", "tools"},
+      {R"({"prompt": "x", "tool_choice": "auto"})", "tool_choice"},
+      {R"({"prompt": "x", "functions": [{"name": "f"}]})", "functions"},
+      {R"({"prompt": "x", "function_call": "auto"})", "function_call"},
+      {R"({"prompt": "x", "best_of": 2})", "best_of"},
+      {R"({"prompt": "x", "frequency_penalty": 1})", "frequency_penalty"},
+      {R"({"prompt": "x", "modalities": ["text", "audio"]})", "modalities"},
+      {R"({"prompt": "x", "stream_options": {"include_usage": true}})", "stream_options"},
+      {R"({"prompt": "x", "stream": true, "stream_options": {"include_usage": 1}})", "stream_options.include_usage"},
+  };
+  for (const auto& [body, param] : cases) EXPECT_EQ(refusal(Endpoint::completions, body).second, param) << body;
+  // Empty values ask for nothing.
+  EXPECT_NO_THROW(parse(Endpoint::completions, R"({"prompt": "x", "logit_bias": {}, "tools": [], "tool_choice": "none",
+                                                   "response_format": {"type": "text"}, "best_of": 1})"));
+  const std::vector<std::pair<std::string, std::string>> chat = {
+      {R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 1})", "top_logprobs"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true, "top_logprobs": 3})", "top_logprobs"},
+  };
+  for (const auto& [body, param] : chat) EXPECT_EQ(refusal(Endpoint::chat_completions, body).second, param) << body;
+  EXPECT_THAT(refusal(Endpoint::chat_completions,
+                      R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true, "top_logprobs": 3})").first,
+              HasSubstr("at most 2"));
+  EXPECT_EQ(refusal(Endpoint::generate, R"({"prompt": "x", "n": 2})").second, "n");
+  EXPECT_EQ(refusal(Endpoint::generate, R"({"prompt": "x", "logprobs": 1})").second, "logprobs");
+}
+
+TEST(ApiRequest, MessageRoles) {
+  const ApiRequest c = parse(Endpoint::chat_completions,
+                             R"({"messages": [{"role": "developer", "content": "Be brief."},
+                                              {"role": "user", "content": "Hi"},
+                                              {"role": "assistant", "content": null},
+                                              {"role": "user", "content": "again"}]})");
+  ASSERT_EQ(c.messages.size(), 4u);
+  EXPECT_EQ(c.messages[0].role, "system");
+  EXPECT_EQ(c.messages[2].role, "assistant");
+  EXPECT_EQ(c.messages[2].content, "");
+  const auto [what, param] = refusal(Endpoint::chat_completions, R"({"messages": [{"role": "wizard", "content": "x"}]})");
+  EXPECT_EQ(param, "messages[0].role");
+  EXPECT_THAT(what, HasSubstr("must be system, developer, user or assistant, got \"wizard\""));
+  EXPECT_EQ(refusal(Endpoint::chat_completions, R"({"messages": [{"role": "tool", "content": "x"}]})").second,
+            "messages[0].role");
+  EXPECT_EQ(refusal(Endpoint::chat_completions, R"({"messages": [{"role": "user", "content": null}]})").second,
+            "messages[0].content");
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // Response bodies in the OpenAI shapes (text_completion, chat.completion and their streamed
-// chunks, error objects) and Mosaic's /generate shape. Every answer carries a "mosaic" object
-// with what the request recorded: steps, NFE, tokens per step, queue time, time to the first
-// committed token, the generated ids.
+// chunks, the usage chunk, error objects) and Mosaic's /generate shape. Every answer carries a
+// "mosaic" object with what the request recorded: steps, NFE, tokens per step, queue time, time to
+// the first committed token, the seed, the generated ids (with n > 1, each choice has its own).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -9,10 +9,11 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "serve/api_error.h"
 #include "serve/api_request.h"
-#include "serve/ticket.h"
+#include "serve/choice_answer.h"
 
 namespace mosaic::serve {
 
@@ -24,20 +25,22 @@ struct ResponseIdentity {
 
 // What a finished request produced, ready for any of the shapes.
 struct Answer {
-  std::string text;
-  std::string finish_reason;  // "stop": the answer ended (EOS / end of turn); "length": it did not
-  int64_t prompt_tokens = 0, completion_tokens = 0;
-  const GenerateResult* result = nullptr;
-  const RequestRecord* record = nullptr;
+  std::vector<ChoiceAnswer> choices;
+  int64_t prompt_tokens = 0;           // prompt + suffix
+  std::optional<int64_t> logprobs;     // the request asked for log-probabilities with this many top ones
 };
 
 nlohmann::ordered_json error_body(const ApiError& error);
 nlohmann::ordered_json answer_body(Endpoint endpoint, const ResponseIdentity& identity, const Answer& answer);
-// A streamed piece: `delta` text, or with `finish` the last piece (finish_reason, usage, mosaic).
-nlohmann::ordered_json stream_chunk(Endpoint endpoint, const ResponseIdentity& identity, const std::string& delta,
-                                    const Answer* finish = nullptr);
-// The chat stream's first chunk: {"delta": {"role": "assistant", "content": ""}}.
-nlohmann::ordered_json stream_role_chunk(const ResponseIdentity& identity);
+// A streamed piece of choice `index`: `delta` text, or with `finish` its last piece
+// (finish_reason, usage, mosaic).
+nlohmann::ordered_json stream_chunk(Endpoint endpoint, const ResponseIdentity& identity, int64_t index,
+                                    const std::string& delta, const ChoiceAnswer* finish = nullptr,
+                                    int64_t prompt_tokens = 0);
+// The chat stream's first chunk of choice `index`: {"delta": {"role": "assistant", "content": ""}}.
+nlohmann::ordered_json stream_role_chunk(const ResponseIdentity& identity, int64_t index = 0);
+// stream_options.include_usage: the chunk after every choice's last, {"choices": [], "usage": ...}.
+nlohmann::ordered_json stream_usage_chunk(Endpoint endpoint, const ResponseIdentity& identity, const Answer& answer);
 std::string sse_event(const nlohmann::ordered_json& body);  // "data: {...}\n\n"
 inline constexpr const char* kSseDone = "data: [DONE]\n\n";
 

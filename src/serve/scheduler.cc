@@ -27,8 +27,10 @@ Scheduler::Scheduler(const Engine& engine, SchedulerOptions options, ServeMetric
 
 Scheduler::~Scheduler() { stop(); }
 
-std::shared_ptr<Ticket> Scheduler::submit(std::vector<int32_t> prompt_ids, GenerationOptions options, bool stream) {
-  auto ticket = std::make_shared<Ticket>(std::move(prompt_ids), std::move(options), stream);
+std::shared_ptr<Ticket> Scheduler::submit(std::vector<int32_t> prompt_ids, GenerationOptions options, bool stream,
+                                          std::vector<int32_t> suffix_ids, StopCheck stop_when) {
+  auto ticket = std::make_shared<Ticket>(std::move(prompt_ids), std::move(options), stream, std::move(suffix_ids),
+                                         std::move(stop_when));
   {
     std::lock_guard lock(mutex_);
     if (draining_ || stopping_) throw shutting_down();
@@ -111,7 +113,8 @@ void Scheduler::admit(BatchSession& session, std::map<int64_t, Running>& running
   while (!waiting_.empty()) {
     if (max_batch_ > 0 && session.unfinished() >= max_batch_) return;
     const std::shared_ptr<Ticket>& ticket = waiting_.front();
-    const int64_t prompt_tokens = static_cast<int64_t>(ticket->prompt_ids.size());
+    // A suffix's positions are computed like the prompt's (BatchSession::add).
+    const int64_t prompt_tokens = static_cast<int64_t>(ticket->prompt_ids.size() + ticket->suffix_ids.size());
     try {
       const MemoryFit fit = session.fit(prompt_tokens, ticket->options);
       if (!fit.fits && session.unfinished() > 0) return;  // waits for room, in arrival order
@@ -119,7 +122,7 @@ void Scheduler::admit(BatchSession& session, std::map<int64_t, Running>& running
         throw ApiError(400, "invalid_request_error",
                        fmt::format("the request needs {} bytes of memory; the budget is {} bytes", fit.bytes_needed,
                                    fit.budget), "prompt", "prompt_too_large");
-      const int64_t id = session.add(ticket->prompt_ids, ticket->options);
+      const int64_t id = session.add(ticket->prompt_ids, ticket->options, ticket->suffix_ids);
       running.emplace(id, Running{ticket, Clock::now(), std::nullopt, 0});
     } catch (const ApiError& error) {
       const RequestRecord record;
@@ -175,8 +178,12 @@ BatchStep Scheduler::run_step(BatchSession& session, std::map<int64_t, Running>&
     if (!event.committed.empty() && !r.first_token) r.first_token = now;
     if (r.ticket->stream && !event.finished) r.ticket->publish(event.output_ids);
   }
-  for (const GenerateEvent& event : step.events)
-    if (event.finished) end(session, running, event.request, Outcome::completed, nullptr);
+  for (const GenerateEvent& event : step.events) {
+    const Running& r = running.at(event.request);
+    // A stop string in the committed prefix ends the request now: nothing after it is wanted.
+    if (event.finished || (r.ticket->stop_when && r.ticket->stop_when(event.output_ids)))
+      end(session, running, event.request, Outcome::completed, nullptr);
+  }
   return step;
 }
 

@@ -42,8 +42,10 @@ class Scheduler {
   Scheduler& operator=(const Scheduler&) = delete;
 
   // Queues a request whose options passed Engine::resolve_options and whose prompt fits the
-  // budget alone. Throws ApiError: 429 when the queue is full, 503 while draining.
-  std::shared_ptr<Ticket> submit(std::vector<int32_t> prompt_ids, GenerationOptions options, bool stream);
+  // budget alone. Throws ApiError: 429 when the queue is full, 503 while draining. A request
+  // with `stop_when` ends (completed) after the first step at which it says so.
+  std::shared_ptr<Ticket> submit(std::vector<int32_t> prompt_ids, GenerationOptions options, bool stream,
+                                 std::vector<int32_t> suffix_ids = {}, StopCheck stop_when = {});
 
   // Refuses new requests (503) from now on; those queued and running finish.
   void begin_drain();

@@ -198,5 +198,38 @@ TEST_F(SchedulerTest, StoppingEndsEveryRequestWith503) {
   }
 }
 
+
+TEST_F(SchedulerTest, AStopCheckEndsTheRequestAtTheStepItFires) {
+  ServeMetrics metrics(0);
+  Scheduler scheduler(*engine_, {}, metrics);
+  int calls = 0;
+  const GenerationOptions o = options(2, 16);  // 2 blocks of 8 in 8 steps
+  const auto ticket = scheduler.submit(prompt(5, 3), o, false, {}, [&](std::span<const int32_t>) { return ++calls == 2; });
+  ticket->wait_done();
+  ASSERT_FALSE(ticket->error().has_value()) << ticket->error()->what();
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(ticket->result()->steps, 2);  // not the 8 it would have run
+  EXPECT_TRUE(ticket->result()->cancelled);  // unfinished in the session's terms: masks are left
+  const std::vector<int32_t> whole = solo(ticket->prompt_ids, o);
+  // What it committed so far is what the whole run commits at those positions.
+  for (size_t p = 0; p < whole.size(); ++p)
+    if (ticket->result()->output_ids[p] != engine_->info().mask_token_id)
+      EXPECT_EQ(ticket->result()->output_ids[p], whole[p]) << p;
+}
+
+TEST_F(SchedulerTest, ASuffixIsContextAfterTheSpan) {
+  ServeMetrics metrics(0);
+  Scheduler scheduler(*engine_, {}, metrics);
+  const GenerationOptions o = options(4, 8);
+  const std::vector<int32_t> suffix = prompt(4, 9);
+  const auto ticket = scheduler.submit(prompt(5, 3), o, true, suffix);
+  ticket->wait_done();
+  ASSERT_FALSE(ticket->error().has_value()) << ticket->error()->what();
+  GenerateRequest request{"", false, prompt(5, 3)};
+  request.suffix_ids = suffix;
+  EXPECT_EQ(ticket->result()->output_ids, engine_->generate(std::span(&request, 1), o).front().output_ids);
+  EXPECT_EQ(ticket->result()->output_ids.size(), 8u);  // the span only
+}
+
 }  // namespace
 }  // namespace mosaic::serve

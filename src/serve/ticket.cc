@@ -2,8 +2,14 @@
 
 namespace mosaic::serve {
 
-Ticket::Ticket(std::vector<int32_t> prompt_ids, GenerationOptions options, bool stream)
-    : prompt_ids(std::move(prompt_ids)), options(std::move(options)), stream(stream), arrival(Clock::now()) {}
+Ticket::Ticket(std::vector<int32_t> prompt_ids, GenerationOptions options, bool stream,
+               std::vector<int32_t> suffix_ids, StopCheck stop_when)
+    : prompt_ids(std::move(prompt_ids)),
+      options(std::move(options)),
+      stream(stream),
+      suffix_ids(std::move(suffix_ids)),
+      stop_when(std::move(stop_when)),
+      arrival(Clock::now()) {}
 
 Ticket::Progress Ticket::wait(int64_t seen_version, std::chrono::milliseconds timeout) {
   std::unique_lock lock(mutex_);

@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -27,13 +28,20 @@ struct RequestRecord {
   int64_t largest_batch = 0;            // most requests it shared a step with (itself included)
 };
 
+// Whether a request should end now, from its generated region after a step (a stop string in
+// its committed prefix: StopWatcher). Called on the scheduler's thread.
+using StopCheck = std::function<bool(std::span<const int32_t> output_ids)>;
+
 class Ticket {
  public:
-  Ticket(std::vector<int32_t> prompt_ids, GenerationOptions options, bool stream);
+  Ticket(std::vector<int32_t> prompt_ids, GenerationOptions options, bool stream,
+         std::vector<int32_t> suffix_ids = {}, StopCheck stop_when = {});
 
   const std::vector<int32_t> prompt_ids;
   const GenerationOptions options;  // resolved
   const bool stream;
+  const std::vector<int32_t> suffix_ids;  // infilling: after the generated region
+  const StopCheck stop_when;              // empty: the request runs to its end
   const Clock::time_point arrival;
 
   // --- the handler's side

@@ -23,9 +23,10 @@ position, step, stream), so a batch of prompts is each prompt generated on its o
     result.cache        # the effective cache mode: "none", "prefix", "dual" or "block"
 
 Readings of the specification where it leaves room (the C++ side must do the same):
+- steps <= G unless a rule decides (Mosaic refuses more: they could only commit nothing);
 - step numbers t count steps from 0 over the whole generation; a step that commits
-  nothing (LLaDA quota 0 when S > B, Dream n = 0, no origin draw below p) is still a step
-  (it needs no forward);
+  nothing (LLaDA quota 0 when a partial grid block holds fewer masks than S, Dream n = 0, no
+  origin draw below p) is still a step (it needs no forward);
 - LLaDA runs exactly S = steps / blocks steps per block (without a rule); Dream ends as
   soon as the canvas holds no mask (before step S only with alg=origin or a rule); `steps`
   in the result counts the steps run;
@@ -602,6 +603,10 @@ def _validate_common(prompt, p, ids, vocab):
         raise GenerationError("gen_length must be >= 1")
     if p.steps < 1:
         raise GenerationError("steps must be >= 1")
+    if p.steps > p.gen_length and p.threshold is None and p.factor is None:
+        # Mosaic's bound (issue 29): a step unmasks at least one position, so more steps than
+        # positions are forwards that change nothing; a rule's steps is only a cap.
+        raise GenerationError("steps must be <= gen_length without a rule")
     if p.temperature < 0:
         raise GenerationError("temperature must be >= 0")
     if len(prompt) < 1:
@@ -631,16 +636,36 @@ def llada_bans(p, ids):
     return choice_bans, stats_bans
 
 
-def _finish(res, x, P, fwd):
-    res.output_ids = [int(v) for v in x[P:]]
+def _finish(res, x, P, fwd, G):
+    res.output_ids = [int(v) for v in x[P:P + G]]
     res.forwards = fwd.forwards
     res.computed = fwd.rows
     return res
 
 
-def generate_llada(model, prompt, p, ids):
+def _validate_suffix(suffix, mode, model, p, ids):
+    """Infilling (docs/design/infilling.md): full attention, no cache, no CFG; ids in the
+    vocabulary."""
+    if not len(suffix):
+        return
+    if model.block_attention is not None:
+        raise GenerationError("a suffix needs full attention")
+    if mode != "none":
+        raise GenerationError("a suffix decodes without a KV cache")
+    if p.cfg_scale:
+        raise GenerationError("a suffix cannot be combined with cfg_scale")
+    if any(not 0 <= int(v) < model.vocab for v in suffix):
+        raise GenerationError(f"suffix id out of range [0, {model.vocab})")
+
+
+def _canvas(prompt, G, suffix, mask_id):
+    """prompt + G masks + suffix: the suffix is context, never a candidate."""
+    return np.array(list(prompt) + [mask_id] * G + list(suffix), dtype=np.int64)
+
+
+def generate_llada(model, prompt, p, ids, suffix=()):
     """LLaDA generate() of sampling.md for one prompt, blocks and caches of
-    cached-decoding.md."""
+    cached-decoding.md; with a suffix, the G positions between prompt and suffix."""
     _validate_common(prompt, p, ids, model.vocab)
     G, P = p.gen_length, len(prompt)
     B = G if p.block_length is None else p.block_length
@@ -653,12 +678,13 @@ def generate_llada(model, prompt, p, ids):
         raise GenerationError("threshold / factor rank by confidence: not with "
                               "remasking=random")
     mode = resolve_cache(p.cache, model.block_attention, p.cfg_scale)
-    x = np.array(list(prompt) + [ids.mask] * G, dtype=np.int64)
+    _validate_suffix(suffix, mode, model, p, ids)
+    x = _canvas(prompt, G, suffix, ids.mask)
     choice_bans, stats_bans = llada_bans(p, ids)
     stop_ids = {ids.eos} | ({ids.eot} if ids.eot is not None else set())
     res = Result(prompt_ids=[int(v) for v in prompt], output_ids=[], steps=0,
                  commit_step=[-1] * G, cache=mode)
-    fwd = StepForward(model, mode, P, P + G, B, p.cfg_scale, ids.mask)
+    fwd = StepForward(model, mode, P, len(x), B, p.cfg_scale, ids.mask)
     t = 0
     for block in blocks:
         lo, hi = block.start, block.end
@@ -703,13 +729,13 @@ def generate_llada(model, prompt, p, ids):
                 _commit(x, cand, top_positions(conf, cand, k), x0, t, P, ids.mask, res)
             t += 1
             i += 1
-            if p.stop_at_eos and stop_reached(x, P, stop_ids, ids.mask, ids.eos):
+            if p.stop_at_eos and stop_reached(x[:P + G], P, stop_ids, ids.mask, ids.eos):
                 res.stopped_at_eos = True
                 break
         if res.stopped_at_eos:
             break
     res.steps = t
-    return _finish(res, x, P, fwd)
+    return _finish(res, x, P, fwd, G)
 
 
 def _dream_sampler(fwd, x, p, rule, res, ids):
@@ -738,7 +764,7 @@ def _dream_select(masked, n, conf, t, p, res):
     return top_positions(key, masked, n)
 
 
-def generate_dream(model, prompt, p, ids):
+def generate_dream(model, prompt, p, ids, suffix=()):
     """Dream diffusion_generate() of sampling.md for one prompt (a batch of one); in blocks
     (Fast-dLLM's generation_utils_block, cached-decoding.md §2) when block_length is set, a
     cache is used or the model is block-causal."""
@@ -749,29 +775,30 @@ def generate_dream(model, prompt, p, ids):
     if p.top_k is not None and p.top_k < 0:
         raise GenerationError("top_k must be >= 0")
     mode = resolve_cache(p.cache, model.block_attention, 0.0)    # Dream has no CFG
+    _validate_suffix(suffix, mode, model, p, ids)
     if p.block_length is not None or mode != "none" or model.block_attention is not None:
-        return _generate_dream_blocks(model, prompt, p, ids, mode, rule)
+        return _generate_dream_blocks(model, prompt, p, ids, mode, rule, suffix)
     S, G, P = p.steps, p.gen_length, len(prompt)
-    x = np.array(list(prompt) + [ids.mask] * G, dtype=np.int64)
+    x = _canvas(prompt, G, suffix, ids.mask)
     ts = dream_timesteps(S, p.eps)
     stop_ids = {ids.eos} | ({ids.eot} if ids.eot is not None else set())
     res = Result(prompt_ids=[int(v) for v in prompt], output_ids=[], steps=0,
                  commit_step=[-1] * G, cache=mode)
-    fwd = StepForward(model, mode, P, P + G, G, 0.0, ids.mask)
+    fwd = StepForward(model, mode, P, len(x), G, 0.0, ids.mask)
     sample = _dream_sampler(fwd, x, p, rule, res, ids)
     t = 0
     while True:
-        masked = np.flatnonzero(x == ids.mask)
+        masked = P + np.flatnonzero(x[P:P + G] == ids.mask)
         if masked.size == 0 or t >= S:
             break
         cand, x0, chosen = _dream_step(masked, t, t, S, ts, rule, p, sample, res)
         _commit(x, cand, chosen, x0, t, P, ids.mask, res)
         t += 1
-        if p.stop_at_eos and stop_reached(x, P, stop_ids, ids.mask, ids.eos):
+        if p.stop_at_eos and stop_reached(x[:P + G], P, stop_ids, ids.mask, ids.eos):
             res.stopped_at_eos = True
             break
     res.steps = t
-    return _finish(res, x, P, fwd)
+    return _finish(res, x, P, fwd, G)
 
 
 def _dream_step(masked, t, i, S, ts, rule, p, sample, res):
@@ -798,7 +825,7 @@ def _dream_step(masked, t, i, S, ts, rule, p, sample, res):
     return masked, x0, _dream_select(masked, n, conf, t, p, res)
 
 
-def _generate_dream_blocks(model, prompt, p, ids, mode, rule):
+def _generate_dream_blocks(model, prompt, p, ids, mode, rule, suffix=()):
     """Dream block decoding (cached-decoding.md §2): per block, step i = 0 commits the
     block's first position; later steps follow the block-local schedule or the rule."""
     G, P = p.gen_length, len(prompt)
@@ -809,11 +836,11 @@ def _generate_dream_blocks(model, prompt, p, ids, mode, rule):
         raise GenerationError(f"Dream block decoding needs >= 2 steps per block without a "
                               f"rule (steps {p.steps} over {len(blocks)} blocks)")
     ts = dream_timesteps(Sb, p.eps)
-    x = np.array(list(prompt) + [ids.mask] * G, dtype=np.int64)
+    x = _canvas(prompt, G, suffix, ids.mask)
     stop_ids = {ids.eos} | ({ids.eot} if ids.eot is not None else set())
     res = Result(prompt_ids=[int(v) for v in prompt], output_ids=[], steps=0,
                  commit_step=[-1] * G, cache=mode)
-    fwd = StepForward(model, mode, P, P + G, B, 0.0, ids.mask)
+    fwd = StepForward(model, mode, P, len(x), B, 0.0, ids.mask)
     sample = _dream_sampler(fwd, x, p, rule, res, ids)
     t = 0
     for block in blocks:
@@ -837,27 +864,27 @@ def _generate_dream_blocks(model, prompt, p, ids, mode, rule):
             _commit(x, cand, chosen, x0, t, P, ids.mask, res)
             t += 1
             i += 1
-            if p.stop_at_eos and stop_reached(x, P, stop_ids, ids.mask, ids.eos):
+            if p.stop_at_eos and stop_reached(x[:P + G], P, stop_ids, ids.mask, ids.eos):
                 res.stopped_at_eos = True
                 break
         if res.stopped_at_eos or t >= p.steps:
             break
     res.steps = t
-    return _finish(res, x, P, fwd)
+    return _finish(res, x, P, fwd, G)
 
 
-def generate(model, prompt, params, ids):
-    """One prompt, either family."""
+def generate(model, prompt, params, ids, suffix=()):
+    """One prompt, either family; `suffix`: ids after the generated span (infilling)."""
     if model.family == ref.FAMILY_LLADA:
-        return generate_llada(model, prompt, params, ids)
+        return generate_llada(model, prompt, params, ids, suffix)
     if model.family == ref.FAMILY_DREAM:
-        return generate_dream(model, prompt, params, ids)
+        return generate_dream(model, prompt, params, ids, suffix)
     raise GenerationError(f"unknown family {model.family!r}")
 
 
-def generate_batch(model, prompts, params, ids):
+def generate_batch(model, prompts, params, ids, suffix=()):
     """A batch = every prompt generated on its own with the same parameters and seed."""
-    return [generate(model, prompt, params, ids) for prompt in prompts]
+    return [generate(model, prompt, params, ids, suffix) for prompt in prompts]
 
 
 # ----------------------------------------------------------------------------------------
@@ -891,6 +918,7 @@ def build_arg_parser():
     ap.add_argument("--factor", type=float)
     ap.add_argument("--stop-at-eos", action="store_true")
     ap.add_argument("--seed", type=int, required=True)
+    ap.add_argument("--suffix-ids", type=_int_list, default=[])
     ap.add_argument("--json", action="store_true")
     return ap
 
@@ -935,7 +963,7 @@ def main(argv=None):
     try:
         params = params_from_args(args, model.family)
         ids = special_ids_from_folder(args.model, args.eot_id)
-        results = generate_batch(model, args.ids, params, ids)
+        results = generate_batch(model, args.ids, params, ids, args.suffix_ids)
     except GenerationError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
