@@ -1,6 +1,8 @@
 // mosaic serve: an OpenAI-compatible HTTP server with step-level continuous batching.
 #include <fmt/format.h>
 
+#include <sys/resource.h>
+
 #include <charconv>
 #include <optional>
 #include <cstdio>
@@ -20,10 +22,28 @@ namespace {
 
 struct ServeCliOptions {
   std::string model, model_name, budget, device = "auto", batching = "continuous", batch_timeout = "auto",
-      cache = "auto";
+      cache = "auto", allowed_origins;
   serve::ServeOptions serve;
   int64_t gen_length = 128, steps = 0;
+  bool no_access_log = false;
 };
+
+// Every connection is a file descriptor: make sure --max-connections of them can be open, raising
+// the soft limit toward the hard one if need be (the model's files and the process need some too).
+void ensure_descriptors_for(size_t connections) {
+  constexpr rlim_t kSpare = 256;
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  const rlim_t needed = static_cast<rlim_t>(connections) + kSpare;
+  if (limit.rlim_cur >= needed) return;
+  if (limit.rlim_max == RLIM_INFINITY || limit.rlim_max >= needed) {
+    limit.rlim_cur = needed;
+    if (setrlimit(RLIMIT_NOFILE, &limit) == 0) return;
+  }
+  fail("--max-connections {} needs {} open files, but this process may open only {} (ulimit -n); lower "
+       "--max-connections or raise the limit", connections, static_cast<uint64_t>(needed),
+       static_cast<uint64_t>(limit.rlim_max == RLIM_INFINITY ? limit.rlim_cur : limit.rlim_max));
+}
 
 // --batch-timeout: "auto" or milliseconds >= 0.
 std::optional<double> parse_batch_timeout(const std::string& text) {
@@ -50,6 +70,12 @@ int run_serve(ServeCliOptions& o) {
   if (o.steps > 0) s.limits.default_steps = o.steps;
   if (o.gen_length > s.limits.max_gen_length)
     fail("--gen-length {} exceeds --max-gen-length {}", o.gen_length, s.limits.max_gen_length);
+  if (s.header_timeout_s > s.request_timeout_s)
+    fail("--header-timeout {} s exceeds --request-timeout {} s (the head is part of the request)", s.header_timeout_s,
+         s.request_timeout_s);
+  s.cors = serve::CorsPolicy::parse(o.allowed_origins);
+  s.access_log = !o.no_access_log;
+  ensure_descriptors_for(s.max_connections);
 
   EngineOptions engine_options;
   engine_options.device = o.device;
@@ -68,10 +94,10 @@ int run_serve(ServeCliOptions& o) {
   serve::HttpServer server(*engine, s);
   const int port = server.bind();
   const ModelInfo& info = engine->info();
-  fmt::print(stderr, "mosaic serve: {} ({}, {}) on {}, {} batching, budget {}; listening on http://{}:{}\n",
+  fmt::print(stderr, "mosaic serve: {} ({}, {}) on {}, {} batching, budget {}{}{}; listening on http://{}:{}\n",
              s.model_name, info.family, info.architecture, info.device, o.batching,
-             engine_options.budget ? fmt::format("{} bytes", *engine_options.budget) : std::string("none"), s.host,
-             port);
+             engine_options.budget ? fmt::format("{} bytes", *engine_options.budget) : std::string("none"),
+             s.api_key.empty() ? "" : ", API key required", s.cors.enabled() ? ", CORS on" : "", s.host, port);
   std::fflush(stderr);
   serve::ShutdownSignalWaiter signals([&] { server.shutdown(false); }, [&] { server.shutdown(true); });
   server.serve();
@@ -114,6 +140,28 @@ Action register_serve(CLI::App& app) {
   c->add_flag("--allow-long-context", s.allow_long_context, "Accept requests beyond the model's trained context");
   c->add_option("--threads", s.threads, "HTTP worker threads (default: enough for every queued request)")
       ->check(CLI::Range(0, 4096));
+  c->add_option("--api-key", s.api_key,
+                "Require 'Authorization: Bearer KEY' on every route but /health (prefer the environment variable: "
+                "a command line is visible to other users)")
+      ->envname("MOSAIC_API_KEY");
+  c->add_option("--allowed-origins", o->allowed_origins,
+                "CORS: origins allowed to call from a browser, comma-separated (https://app.example), or * "
+                "(default: none)");
+  c->add_option("--max-connections", s.max_connections,
+                "Client connections open at once; at the limit a new one evicts an idle or slow one")
+      ->default_val(512)
+      ->check(CLI::Range(1, 1 << 20));
+  c->add_option("--header-timeout", s.header_timeout_s, "Seconds a client may take to send a request's head")
+      ->default_val(10)
+      ->check(CLI::Range(0.05, 3600.0));
+  c->add_option("--request-timeout", s.request_timeout_s,
+                "Seconds a client may take to send a whole request (head and body)")
+      ->default_val(30)
+      ->check(CLI::Range(0.05, 3600.0));
+  c->add_option("--keep-alive-timeout", s.idle_timeout_s, "Seconds an idle keep-alive connection stays open")
+      ->default_val(5)
+      ->check(CLI::Range(0.05, 3600.0));
+  c->add_flag("--no-access-log", o->no_access_log, "Do not write one line per request to stderr");
   return [o] { return run_serve(*o); };
 }
 
