@@ -169,7 +169,7 @@ TEST_F(BatchSessionTest, BlockCausalModelsUseTheirBlockCache) {
 TEST_F(BatchSessionTest, ResolvedOptionsAndTheAnswer) {
   const auto engine = Engine::open(dir(), {.device = "cpu"});
   GenerationOptions o;
-  o.gen_length = 8;
+  o.gen_length = 8, o.steps = 8;
   const GenerationOptions resolved = engine->resolve_options(o);
   EXPECT_EQ(resolved.block_length, 8);
   EXPECT_EQ(resolved.eos_id, engine->info().eos_token_id);

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <functional>
 #include <optional>
 
@@ -32,6 +33,20 @@ int64_t as_int(const std::string& name, const py::handle& value) {
   if (overflow != 0)
     throw py::value_error(fmt::format("{} = {} is out of range", name, py::repr(value).cast<std::string>()));
   return result;
+}
+
+// A count given explicitly (None means "the default"), so 0 or less is a mistake, not a default.
+int64_t as_token_count(const std::string& name, const py::handle& value) {
+  const int64_t count = as_int(name, value);
+  if (count < 1) throw py::value_error(fmt::format("{} must be at least 1 (None: the default), got {}", name, count));
+  return count;
+}
+
+// A token id given explicitly (None: the model's or tokenizer's).
+int64_t as_token_id(const std::string& name, const py::handle& value) {
+  const int64_t id = as_int(name, value);
+  if (id < 0) throw py::value_error(fmt::format("{} must be a token id >= 0 (None: the default), got {}", name, id));
+  return id;
 }
 
 uint64_t as_seed(const std::string& name, const py::handle& value) {
@@ -88,7 +103,7 @@ const std::vector<std::pair<std::string, Setter>>& setters() {
   static const std::vector<std::pair<std::string, Setter>> table = {
       {"gen_length", [](auto& o, auto& n, auto& v) { o.gen_length = as_int(n, v); }},
       {"steps", [](auto& o, auto& n, auto& v) { o.steps = as_int(n, v); }},
-      {"block_length", [](auto& o, auto& n, auto& v) { o.block_length = v.is_none() ? 0 : as_int(n, v); }},
+      {"block_length", [](auto& o, auto& n, auto& v) { o.block_length = v.is_none() ? 0 : as_token_count(n, v); }},
       {"temperature", [](auto& o, auto& n, auto& v) { o.temperature = as_float(n, v); }},
       {"seed", [](auto& o, auto& n, auto& v) { o.seed = as_seed(n, v); }},
       {"cfg_scale", [](auto& o, auto& n, auto& v) { o.cfg_scale = as_float(n, v); }},
@@ -115,8 +130,8 @@ const std::vector<std::pair<std::string, Setter>>& setters() {
                                                {"prefix", CacheMode::prefix}, {"dual", CacheMode::dual}});
        }},
       {"stop_at_eos", [](auto& o, auto& n, auto& v) { o.stop_at_eos = as_bool(n, v); }},
-      {"eos_id", [](auto& o, auto& n, auto& v) { o.eos_id = v.is_none() ? -1 : as_int(n, v); }},
-      {"eot_id", [](auto& o, auto& n, auto& v) { o.eot_id = v.is_none() ? -1 : as_int(n, v); }},
+      {"eos_id", [](auto& o, auto& n, auto& v) { o.eos_id = v.is_none() ? -1 : as_token_id(n, v); }},
+      {"eot_id", [](auto& o, auto& n, auto& v) { o.eot_id = v.is_none() ? -1 : as_token_id(n, v); }},
   };
   return table;
 }
@@ -147,6 +162,9 @@ GenerationOptions generation_options_from_kwargs(const py::dict& kwargs) {
       throw py::type_error(fmt::format("unexpected keyword argument '{}'; the sampling options are: {}",
                                        name, fmt::join(sampling_option_names(), ", ")));
   }
+  // One step per position at most: the default of 128 shrinks with a shorter generation (a steps
+  // given beyond gen_length is refused by name), as in `mosaic generate`.
+  if (!kwargs.contains("steps")) options.steps = std::min(options.steps, options.gen_length);
   return options;
 }
 

@@ -76,8 +76,6 @@ CASES = [
     L("llada_prefix_t0_b8_s8", **G16, block_length=8, steps=8, cache="prefix", seed=1),
     L("llada_prefix_t0_b16_s16", **G16, block_length=16, steps=16, cache="prefix", seed=1,
       notes="one block: one refresh, then rows [P, L)"),
-    L("llada_prefix_t0_b4_s32", **G16, block_length=4, steps=32, cache="prefix", seed=1,
-      notes="S = 8 > B = 4: quota-0 steps run no forward"),
     L("llada_prefix_t1", **G16, block_length=8, steps=16, temperature=1.0, cache="prefix",
       seed=17),
     L("llada_prefix_threshold", **G16, block_length=8, steps=16, threshold=0.028,
@@ -97,8 +95,6 @@ CASES = [
     L("llada_dual_t0_b4_s16", **G16, block_length=4, steps=16, cache="dual", prompt_seed=1,
       seed=1),
     L("llada_dual_t0_b8_s8", **G16, block_length=8, steps=8, cache="dual", seed=1),
-    L("llada_dual_t0_b8_s32", **G16, block_length=8, steps=32, cache="dual", seed=1,
-      notes="S = 16 > B = 8"),
     L("llada_dual_t1", **G16, block_length=4, steps=16, temperature=1.0, cache="dual",
       seed=8),
     L("llada_dual_threshold", **G16, block_length=8, steps=16, threshold=0.028,
@@ -247,6 +243,10 @@ CASES = [
 ]
 
 ERROR_CASES = [
+    L("error_llada_prefix_steps_gt_tokens", **G16, block_length=4, steps=32, cache="prefix", seed=1,
+      notes="S = 8 > B = 4: more steps than positions"),
+    L("error_llada_dual_steps_gt_tokens", **G16, block_length=8, steps=32, cache="dual", seed=1,
+      notes="S = 16 > B = 8"),
     L("error_llada_prefix_cfg", **G16, block_length=8, steps=16, cfg_scale=1.5,
       cache="prefix", seed=1, notes="§3: prefix with CFG"),
     L("error_llada_dual_cfg", **G16, block_length=8, steps=16, cfg_scale=1.5, cache="dual",

@@ -114,8 +114,10 @@ CASES = [
     L("llada_t0_b4_s8", **G16, block_length=4, steps=8, seed=1),
     L("llada_t0_uneven_quota", gen_length=24, block_length=12, steps=10, seed=1,
       notes="12 masks over 5 steps per block: 3,3,2,2,2"),
-    L("llada_steps_gt_tokens_t1", gen_length=8, block_length=4, steps=12, temperature=1.0,
-      seed=3, notes="S = 6 > B = 4: steps of quota 0 count and shift t"),
+    # More steps than positions (the reference's steps of quota 0) are refused since issue 29:
+    # tests/cli/test_hostile_args.py. One step per position is the most a request can use.
+    L("llada_steps_eq_tokens_t1", gen_length=8, block_length=4, steps=8, temperature=1.0,
+      seed=3, notes="S = B = 4: quota 1 at every step"),
     # LLaDA, temperature (Gumbel stream 1)
     L("llada_t1_seed17", **G16, block_length=8, steps=16, temperature=1.0, seed=17),
     L("llada_t1_seed8", **G16, block_length=8, steps=16, temperature=1.0, seed=8),
@@ -185,8 +187,8 @@ CASES = [
     D("dream_top_p_top_k_t0", **G16, steps=8, alg="topk_margin", top_p=0.05, top_k=4,
       seed=1, prompt_seed=1, notes="T = 0: filters change confidences only"),
     # Dream, schedule corners
-    D("dream_steps_gt_tokens", gen_length=8, steps=12, alg="maskgit_plus", seed=1,
-      notes="steps committing 0 tokens still count"),
+    D("dream_steps_eq_tokens", gen_length=8, steps=8, alg="maskgit_plus", seed=1,
+      notes="as many steps as positions, the most a request may ask for"),
     D("dream_uneven_schedule", gen_length=20, steps=7, alg="entropy", seed=1),
     D("dream_eps01_g17_s6", gen_length=17, steps=6, alg="maskgit_plus", eps=0.1,
       temperature=0.7, seed=1,
