@@ -5,6 +5,8 @@
 #include <cmath>
 #include <limits>
 
+#include "core/error.h"
+#include "core/json_parse.h"
 #include "serve/api_error.h"
 
 namespace mosaic::serve {
@@ -322,9 +324,16 @@ void read_options(const Fields& fields, Endpoint endpoint, const RequestLimits& 
 
 }  // namespace
 
+json parse_request_body(std::string_view body) {
+  try {
+    return parse_json(body, "the request body");
+  } catch (const Error& error) {
+    bad_request("", "{}", error.what());
+  }
+}
+
 ApiRequest parse_api_request(Endpoint endpoint, std::string_view body, const RequestLimits& limits) {
-  json parsed = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (parsed.is_discarded()) bad_request("", "the request body is not valid JSON");
+  const json parsed = parse_request_body(body);
   if (!parsed.is_object()) bad_request("", "the request body must be a JSON object, got {}", type_name(parsed));
   const Fields fields(parsed);
   ApiRequest request;

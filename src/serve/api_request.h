@@ -10,6 +10,8 @@
 // max_tokens, the context, the steps' bound) is checked once it is encoded (generation_plan.h).
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -55,6 +57,10 @@ struct RequestLimits {
   int64_t vocab = 0;                     // token ids must lie in [0, vocab)
   CacheMode default_cache = CacheMode::automatic;  // a request without "cache" (serve --cache)
 };
+
+// A request body as JSON, nested at most kJsonMaxDepth deep (a value nested 100,000 levels deep
+// overflowed the stack when dumped into an error message). Throws ApiError (400) otherwise.
+nlohmann::json parse_request_body(std::string_view body);
 
 // Throws ApiError (400) naming the field at fault.
 ApiRequest parse_api_request(Endpoint endpoint, std::string_view body, const RequestLimits& limits);

@@ -388,7 +388,7 @@ nlohmann::ordered_json HttpServer::model_object() const {
 // so the ids are exactly what a completion would run) -> {"count", "max_model_len", "tokens"}.
 void HttpServer::handle_tokenize(const httplib::Request& q, httplib::Response& r) {
   try {
-    const nlohmann::json body = nlohmann::json::parse(q.body, nullptr, false);
+    const nlohmann::json body = parse_request_body(q.body);
     const Endpoint endpoint = body.is_object() && body.contains("messages") ? Endpoint::chat_completions
                                                                               : Endpoint::completions;
     const ApiRequest request = parse_api_request(endpoint, q.body, options_.limits);
@@ -410,8 +410,8 @@ void HttpServer::handle_tokenize(const httplib::Request& q, httplib::Response& r
 // vLLM's /detokenize: {"tokens": [ids]} -> {"prompt": "..."} (special tokens skipped).
 void HttpServer::handle_detokenize(const httplib::Request& q, httplib::Response& r) {
   try {
-    const nlohmann::json body = nlohmann::json::parse(q.body, nullptr, false);
-    if (body.is_discarded() || !body.is_object())
+    const nlohmann::json body = parse_request_body(q.body);
+    if (!body.is_object())
       bad_request("", "the request body must be a JSON object such as {{\"tokens\": [1, 2, 3]}}");
     if (body.contains("model") && !(body["model"].is_string() && body["model"] == options_.model_name) &&
         !body["model"].is_null())
