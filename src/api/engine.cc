@@ -9,6 +9,7 @@
 #include "api/step_runner_factory.h"
 #include "core/error.h"
 #include "core/format_bytes.h"
+#include "core/printable.h"
 #include "core/regular_file.h"
 #include "exec/forward_batch.h"
 #include "exec/step_runner.h"
@@ -79,7 +80,7 @@ ForwardOutput Engine::forward(std::span<const SequenceInput> batch) const {
   if (config.block_attention != BlockAttention::none)
     fail("{} attends block-causally (config.json block_attention \"{}\"): a forward needs its block layout, "
          "which only generation gives (mosaic generate); forward runs full-attention models only",
-         impl_->model->checkpoint().dir().string(), block_attention_name(config.block_attention));
+         printable_path(impl_->model->checkpoint().dir()), block_attention_name(config.block_attention));
   std::vector<SequenceRows> views;
   views.reserve(batch.size());
   for (const SequenceInput& sequence : batch) views.push_back({sequence.ids, sequence.rows});
@@ -103,7 +104,7 @@ std::vector<int32_t> Engine::encode(const std::string& text, bool chat, bool par
   if (!chat) {
     if (!impl_->tokenizer)
       fail("{}: no tokenizer.json in the model folder; give token ids instead of text",
-           impl_->model->checkpoint().dir().string());
+           printable_path(impl_->model->checkpoint().dir()));
     return impl_->tokenizer->encode(text, parse_special ? Tokenizer::SpecialText::parse : Tokenizer::SpecialText::plain,
                                     /*add_special_tokens=*/false);
   }
@@ -210,7 +211,7 @@ std::unique_ptr<BatchSession> Engine::start_batch() const {
 std::vector<int32_t> Engine::encode_chat(std::span<const ChatTurn> turns, bool parse_special) const {
   if (!impl_->tokenizer)
     fail("{}: no tokenizer.json in the model folder; chat needs one",
-         impl_->model->checkpoint().dir().string());
+         printable_path(impl_->model->checkpoint().dir()));
   const auto format = chat_format_for_architecture(impl_->info.architecture);
   if (!format) fail("no chat format is known for {}", impl_->info.architecture);
   std::vector<ChatMessage> messages;
