@@ -32,8 +32,10 @@ echo "== compute-sanitizer memcheck"
 if command -v compute-sanitizer >/dev/null 2>&1; then
   for binary in src/backend/cuda/mosaic_backend_cuda_test tests/gpu/mosaic_gpu_test; do
     name="memcheck-$(basename "$binary")"
+    # Left out: the test that makes a capture fail on purpose (its refused API calls are what
+    # memcheck counts as errors; it runs, and passes, in the plain run above).
     if compute-sanitizer --tool memcheck --error-exitcode 1 "$build/$binary" --gtest_brief=1 \
-        >"$logs/$name.log" 2>&1; then result[$name]=pass; else result[$name]=FAIL; fi
+        --gtest_filter=-*ACaptureCudaRefusesFallsBackToDirectLaunches* >"$logs/$name.log" 2>&1; then result[$name]=pass; else result[$name]=FAIL; fi
     grep -E "ERROR SUMMARY|PASSED|FAILED" "$logs/$name.log" | tail -n 5
   done
 else

@@ -2,8 +2,11 @@
 
 #include "core/error.h"
 #include "core/format_bytes.h"
+#include "core/log.h"
+#include "core/printable.h"
 #include "mem/host_memory.h"
 #ifdef MOSAIC_HAVE_CUDA
+#include "backend/cuda/attention.h"
 #include "mem/cuda_arena.h"
 #endif
 
@@ -17,12 +20,28 @@ BackendChoice make_step_runner(const Model& model, const EngineOptions& options)
 #else
   const bool gpu_visible = false;
 #endif
-  if (options.device == "cuda" || (options.device == "auto" && gpu_visible)) {
+#ifdef MOSAIC_HAVE_CUDA
+  // A head dimension the CUDA attention kernels do not take: refused on "cuda", the CPU on "auto".
+  const int64_t head_dim = model.config().head_dim;
+  const bool cuda_runs_it = cuda::attention_supports_head_dim(head_dim);
+  if (options.device == "cuda" && gpu_visible && !cuda_runs_it)
+    fail("{}: head_dim {} cannot run on CUDA (its attention kernels take head_dim 64 or 128); use --device cpu",
+         printable_path(model.checkpoint().dir()), head_dim);
+  if (options.device == "auto" && gpu_visible && !cuda_runs_it)
+    log(LogLevel::warn, "{}: head_dim {} has no CUDA attention kernel (64 or 128): running on the CPU",
+        printable_path(model.checkpoint().dir()), head_dim);
+#else
+  const bool cuda_runs_it = false;
+#endif
+  if (options.device == "cuda" || (options.device == "auto" && gpu_visible && cuda_runs_it)) {
 #ifdef MOSAIC_HAVE_CUDA
     if (!gpu_visible) fail("--device cuda: no CUDA device is visible");
-    auto runner = std::make_unique<CudaStepRunner>(model, options.cuda_device, options.budget);
+    // No budget: the device memory free before the weights are uploaded, so that a step larger
+    // than the GPU is chunked or refused by the plan rather than failing to map.
+    const uint64_t budget = options.budget ? *options.budget : cuda_free_memory_bytes(options.cuda_device);
+    auto runner = std::make_unique<CudaStepRunner>(model, options.cuda_device, budget);
     const StepMemorySetup memory = runner->memory_setup();
-    return {std::move(runner), "cuda", memory, options.budget};
+    return {std::move(runner), "cuda", memory, budget};
 #else
     fail("--device cuda: this Mosaic was built without CUDA");
 #endif

@@ -16,8 +16,9 @@ struct BackendChoice {
   std::unique_ptr<StepRunner> runner;
   std::string device;  // "cpu" | "cuda"
   StepMemorySetup memory;  // what the runner plans with (admission, PAR)
-  // The budget in force: the user's, or on the CPU without one the machine's memory (so that a
-  // step larger than the machine is chunked or refused by the plan, never killed for memory).
+  // The budget in force: the user's, or without one the machine's memory (CPU: RAM or the cgroup
+  // limit; CUDA: the device memory free when the engine opens), so that a step larger than the
+  // machine is chunked or refused by the plan, never killed for memory or failing to map.
   std::optional<uint64_t> budget;
 };
 

@@ -192,6 +192,15 @@ bool cuda_devices_visible() {
   return ok;
 }
 
+uint64_t cuda_free_memory_bytes(int device) {
+  size_t free_bytes = 0, total_bytes = 0;
+  if (cudaSetDevice(device) != cudaSuccess || cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
+    cudaGetLastError();
+    fail("CUDA device {} is not available", device);
+  }
+  return free_bytes;
+}
+
 bool CudaArena::prepare_step(uint64_t bytes) {
   if (mapped() > 2 * std::max<uint64_t>(bytes, granularity())) shrink(bytes);
   return ensure(bytes);

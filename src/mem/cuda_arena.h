@@ -48,6 +48,10 @@ class CudaArena {
 // True when the CUDA runtime sees at least one device (false without a driver; never aborts).
 bool cuda_devices_visible();
 
+// The device memory free now (before the engine allocates its own): the CUDA backend's budget
+// when the user sets none. Throws mosaic::Error when the device is not usable.
+uint64_t cuda_free_memory_bytes(int device);
+
 // VMM when the device supports it, else plain allocation. `reserve_bytes` bounds the VMM range
 // (default: the device's total memory). Throws mosaic::Error when no device is usable.
 std::unique_ptr<CudaArena> make_cuda_arena(int device, uint64_t reserve_bytes = 0,

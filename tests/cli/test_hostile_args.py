@@ -34,11 +34,13 @@ def run(*args, timeout=SECONDS):
 class HostileArgs(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
+        # head_dim 64 (hidden 128, 2 heads): a shape the CUDA kernels take, so that on a GPU machine
+        # the same cases run the CUDA backend.
         cls.tmp = tempfile.mkdtemp(prefix="mosaic_hostile_args_")
         cls.llada = os.path.join(cls.tmp, "llada")
         cls.dream = os.path.join(cls.tmp, "dream")
         for family, out in (("llada", cls.llada), ("dream", cls.dream)):
-            code, _, err = run("make-test-model", "--family", family, "--layers", "1", "--hidden", "64",
+            code, _, err = run("make-test-model", "--family", family, "--layers", "1", "--hidden", "128",
                                "--heads", "2", "--ffn", "96", "--vocab", "1024", "--seed", "3", "--quiet",
                                "--out", out)
             assert code == 0, err
@@ -117,8 +119,8 @@ class HostileArgs(unittest.TestCase):
 
     def test_gen_length_beyond_the_budget(self):
         self.assert_error(["generate", "--model", self.llada, "--ids", "1,2,3", "--gen-length", "1000000000",
-                           "--steps", "8", "--allow-long-context", "--budget", "64MiB", "--quiet"],
-                          "needs", "the budget is 64.00 MiB")
+                           "--steps", "8", "--allow-long-context", "--budget", "256MiB", "--quiet"],
+                          "needs", "the budget is 256.00 MiB")
         # No budget: the machine's memory is the limit, and the plan says so before allocating.
         self.assert_error(["generate", "--model", self.llada, "--ids", "1,2,3", "--gen-length", "1000000000",
                            "--steps", "8", "--allow-long-context", "--quiet"], "needs", "the budget is")

@@ -276,7 +276,7 @@ void launch(const AttentionArgs& args, const KernelArgs& kernel_args, cudaStream
 
 void attention(const AttentionArgs& args, cudaStream_t stream) {
   if (args.segment_count <= 0 || args.max_q_rows <= 0) return;
-  if (args.head_dim != 64 && args.head_dim != 128) invalid_arguments("head_dim must be 64 or 128");
+  if (!attention_supports_head_dim(args.head_dim)) invalid_arguments("head_dim must be 64 or 128");
   if (args.q_heads <= 0 || args.kv_heads <= 0 || args.q_heads % args.kv_heads != 0 ||
       args.q_heads > 65535) {
     invalid_arguments("q_heads must be a positive multiple of kv_heads, at most 65535");

@@ -40,4 +40,8 @@ struct AttentionArgs {
 
 void attention(const AttentionArgs& args, cudaStream_t stream);
 
+// The head dimensions the kernels take; a model with another is refused (or run on the CPU) before
+// its first step (api/step_runner_factory.cc), never aborted in a launch.
+inline constexpr bool attention_supports_head_dim(int64_t head_dim) { return head_dim == 64 || head_dim == 128; }
+
 }  // namespace mosaic::cuda
