@@ -7,6 +7,8 @@
 
 #include "core/error.h"
 #include "core/printable.h"
+#include "model/lora_adapter.h"
+#include "model/lora_merge.h"
 #include "model/weight_names.h"
 
 namespace mosaic {
@@ -48,7 +50,7 @@ WeightView& slot(ModelWeights& weights, const WeightSpec& spec) { return role_sl
 
 }  // namespace
 
-std::unique_ptr<Model> Model::load(const std::filesystem::path& dir) {
+std::unique_ptr<Model> Model::load(const std::filesystem::path& dir, const std::optional<std::filesystem::path>& adapter) {
   std::unique_ptr<Model> model(new Model(Checkpoint::open(dir)));
   const Checkpoint& checkpoint = model->checkpoint_;
   const ModelConfig& config = checkpoint.config();
@@ -57,7 +59,8 @@ std::unique_ptr<Model> Model::load(const std::filesystem::path& dir) {
   weights.layers.resize(static_cast<size_t>(config.layers));
 
   std::unordered_set<std::string> expected;
-  for (const WeightSpec& spec : family_weight_specs(config)) {
+  const std::vector<WeightSpec> specs = family_weight_specs(config);
+  for (const WeightSpec& spec : specs) {
     expected.insert(spec.name);
     const CheckpointTensor* tensor = checkpoint.find(spec.name);
     if (tensor == nullptr)
@@ -87,7 +90,24 @@ std::unique_ptr<Model> Model::load(const std::filesystem::path& dir) {
       fail("{}: unexpected tensor '{}' (not part of a {} checkpoint with this config.json)",
            printable_path(checkpoint.file_path(tensor.file)), tensor.name, family);
   if (config.tied_embeddings) weights.lm_head = weights.embedding;
+  if (adapter) model->merge_adapter(*adapter, specs);
   return model;
+}
+
+void Model::merge_adapter(const std::filesystem::path& dir, std::span<const WeightSpec> specs) {
+  const LoraAdapter adapter = LoraAdapter::open(dir);
+  const ModelConfig& config = checkpoint_.config();
+  const std::vector<LoraTarget> targets =
+      bind_lora(adapter, specs, family_name(config.family), config.tied_embeddings);
+  for (const LoraTarget& target : targets) {
+    WeightView& view = slot(weights_, *target.base);
+    const CheckpointTensor* base = checkpoint_.find(target.base->name);
+    std::vector<float> merged = merge_lora(view, *target.module, adapter.config().scaling);
+    weights_.bytes = weights_.bytes - base->bytes + merged.size() * sizeof(float);
+    view = WeightView{merged.data(), DType::f32, view.shape, view.name};
+    merged_.push_back(std::move(merged));
+  }
+  adapter_ = dir;
 }
 
 const WeightView& weight_of(const ModelWeights& weights, int32_t layer, WeightRole role) {

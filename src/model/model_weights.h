@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <filesystem>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -44,21 +46,30 @@ const WeightView& weight_of(const ModelWeights& weights, int32_t layer, WeightRo
 // The bias role of a projection with a bias (q, k, v). Asserts for any other role.
 WeightRole bias_role_of(WeightRole projection);
 
-// The whole loaded model: config, mapped checkpoint, bound weights.
+// The whole loaded model: config, mapped checkpoint, bound weights, and optionally a PEFT LoRA
+// adapter merged into them at load (model/lora_merge.h): the adapted projections are then fp32
+// copies owned by the Model, and `bytes` counts them instead of the base tensors they replace.
 class Model {
  public:
-  static std::unique_ptr<Model> load(const std::filesystem::path& dir);
+  static std::unique_ptr<Model> load(const std::filesystem::path& dir,
+                                     const std::optional<std::filesystem::path>& adapter = std::nullopt);
 
   const ModelConfig& config() const { return checkpoint_.config(); }
   const ModelWeights& weights() const { return weights_; }
   const Checkpoint& checkpoint() const { return checkpoint_; }
+  // The adapter folder merged into the weights, if any; and how many projections it changed.
+  const std::optional<std::filesystem::path>& adapter() const { return adapter_; }
+  size_t adapted_projections() const { return merged_.size(); }
 
  private:
   explicit Model(Checkpoint checkpoint) : checkpoint_(std::move(checkpoint)) {}
+  void merge_adapter(const std::filesystem::path& dir, std::span<const WeightSpec> specs);
 
   Checkpoint checkpoint_;
   ModelWeights weights_;
   std::vector<std::unique_ptr<std::byte[]>> realigned_;  // copies of misaligned tensors
+  std::optional<std::filesystem::path> adapter_;
+  std::vector<std::vector<float>> merged_;  // fp32 [out, in] per adapted projection
 };
 
 }  // namespace mosaic
