@@ -36,6 +36,10 @@ struct ModelInfo {
   std::string attention = "full";
   uint64_t weight_bytes = 0;
   std::string weight_dtype;   // dtype of the embedding, e.g. "BF16"
+  // The PEFT LoRA adapter folder merged into the weights ("" for none) and how many projections
+  // it changed (docs/design/lora-adapters.md).
+  std::string adapter;
+  int64_t adapted_projections = 0;
   std::string device;         // "cpu" or "cuda" — where the engine runs
 };
 
@@ -59,6 +63,10 @@ struct EngineOptions {
   // All memory the engine may use: weights + workspace + activations. Steps that would exceed
   // it are chunked lazily; a step no chunking fits is an error naming the bytes it needs.
   std::optional<uint64_t> budget;
+  // A PEFT LoRA adapter folder (adapter_config.json + adapter_model.safetensors) for this base,
+  // merged into the weights at load, in fp32 (docs/design/lora-adapters.md). The merged
+  // projections count as weight bytes against the budget.
+  std::optional<std::filesystem::path> adapter;
 };
 
 struct GenerateRequest {

@@ -9,7 +9,7 @@ import numpy as np
 from mosaic import _mosaic
 from mosaic.byte_size import parse_byte_size
 from mosaic.inputs import forward_batch, split_prompts, token_ids
-from mosaic.model_files import check_model_folder
+from mosaic.model_files import check_adapter_folder, check_model_folder
 from mosaic.planning import find_lmax, plan
 from mosaic.results import GenerationResult, StepEvent
 from mosaic.streaming import stream_steps
@@ -24,13 +24,15 @@ class Engine:
 
     device: "auto" (the GPU when there is one and Mosaic was built with CUDA), "cpu", "cuda"
     or "cuda:N". budget: all memory the engine may use (weights + workspace + activations), as
-    bytes or a string such as "24GiB"; steps above it are chunked lazily.
+    bytes or a string such as "24GiB"; steps above it are chunked lazily. adapter: a PEFT LoRA
+    folder (adapter_config.json + adapter_model.safetensors) for this base, merged into the
+    weights at load (docs/design/lora-adapters.md).
 
     Missing files raise FileNotFoundError; damaged ones and invalid options mosaic.Error (a
     ValueError) with the engine's one-line message.
     """
 
-    def __init__(self, model_dir, device="auto", budget=None):
+    def __init__(self, model_dir, device="auto", budget=None, adapter=None):
         if not isinstance(model_dir, (str, bytes, os.PathLike)):
             raise TypeError(f"model_dir must be a path, got {type(model_dir).__name__}")
         self.model_dir = os.fspath(model_dir)
@@ -40,7 +42,9 @@ class Engine:
         kind, index = _parse_device(device)
         self.budget = None if budget is None else parse_byte_size(budget, "budget")
         # The path as the OS's bytes: a folder name need not be UTF-8 (os.fsdecode's surrogates).
-        self._engine = _mosaic._Engine(os.fsencode(self.model_dir), kind, index, self.budget)
+        self.adapter = None if adapter is None else check_adapter_folder(adapter)
+        self._engine = _mosaic._Engine(os.fsencode(self.model_dir), kind, index, self.budget,
+                                       None if self.adapter is None else os.fsencode(self.adapter))
         self._info = self._engine.info
 
     # --- the model ------------------------------------------------------------------------
@@ -160,8 +164,9 @@ class Engine:
 
     def __repr__(self):
         budget = "" if self.budget is None else f", budget={self.budget}"
+        adapter = "" if self.adapter is None else f", adapter={self.adapter!r}"
         return (f"mosaic.Engine({self.model_dir!r}, {self._info['family']}, {self._info['layers']} layers, "
-                f"device={self.device!r}{budget})")
+                f"device={self.device!r}{budget}{adapter})")
 
 
 def _flag(value, name):

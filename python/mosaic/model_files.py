@@ -41,6 +41,25 @@ def check_model_folder(model_dir):
     raise _missing(f"no {_SINGLE_FILE} or {_INDEX_FILE} in the model folder", model_dir)
 
 
+def check_adapter_folder(adapter):
+    """The adapter path as a str; FileNotFoundError (NotADirectoryError) unless it is a folder
+    with adapter_config.json. What is inside is the engine's to check and name."""
+    if not isinstance(adapter, (str, bytes, os.PathLike)):
+        raise TypeError(f"adapter must be a path, got {type(adapter).__name__}")
+    adapter = os.fspath(adapter)
+    if isinstance(adapter, bytes):
+        adapter = os.fsdecode(adapter)
+    if not os.path.exists(adapter):
+        raise _missing("adapter folder not found", adapter)
+    if not os.path.isdir(adapter):
+        raise NotADirectoryError(errno.ENOTDIR, "not an adapter folder (adapter_config.json + "
+                                 "adapter_model.safetensors)", adapter)
+    if not os.path.isfile(os.path.join(adapter, "adapter_config.json")):
+        raise _missing("no adapter_config.json in the adapter folder (expected a PEFT adapter folder)",
+                       os.path.join(adapter, "adapter_config.json"))
+    return adapter
+
+
 _MAX_INDEX_BYTES = 64 << 20  # a real index is well under 1 MiB; the engine names a larger one
 
 

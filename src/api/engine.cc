@@ -47,7 +47,7 @@ Engine::~Engine() = default;
 
 std::unique_ptr<Engine> Engine::open(const std::filesystem::path& model_dir, const EngineOptions& options) {
   auto impl = std::make_unique<Impl>();
-  impl->model = Model::load(model_dir);
+  impl->model = Model::load(model_dir, options.adapter);
   const ModelConfig& c = impl->model->config();
   ModelInfo& info = impl->info;
   info.family = std::string(family_name(c.family));
@@ -60,6 +60,8 @@ std::unique_ptr<Engine> Engine::open(const std::filesystem::path& model_dir, con
   info.attention = std::string(block_attention_name(c.block_attention));
   info.weight_bytes = impl->model->weights().bytes;
   info.weight_dtype = std::string(dtype_name(impl->model->weights().embedding.dtype));
+  if (options.adapter) info.adapter = printable_path(*options.adapter);
+  info.adapted_projections = static_cast<int64_t>(impl->model->adapted_projections());
   // Present means loaded: a tokenizer.json that cannot be read is an error, not a missing file.
   if (RegularFile::open_if_exists(model_dir / "tokenizer.json"))
     impl->tokenizer = Tokenizer::load(model_dir / "tokenizer.json");

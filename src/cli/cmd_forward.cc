@@ -25,6 +25,7 @@ struct ForwardOptions {
   bool json = false;
   std::string logits_out;
   std::string device = "auto";
+  std::string adapter;
 };
 
 std::vector<SequenceInput> build_batch(const ForwardOptions& options, const ModelInfo& info) {
@@ -53,6 +54,7 @@ std::vector<SequenceInput> build_batch(const ForwardOptions& options, const Mode
 int run_forward(const ForwardOptions& options) {
   EngineOptions engine_options;
   engine_options.device = options.device;
+  if (!options.adapter.empty()) engine_options.adapter = options.adapter;
   const auto engine = Engine::open(options.model, engine_options);
   const ModelInfo& info = engine->info();
   const std::vector<SequenceInput> batch = build_batch(options, info);
@@ -70,6 +72,8 @@ int run_forward(const ForwardOptions& options) {
   report["device"] = info.device;
   report["model"] = {{"path", options.model}, {"family", info.family}, {"layers", info.layers},
                      {"hidden", info.hidden}, {"vocab", info.vocab}, {"dtype", info.weight_dtype}};
+  if (!info.adapter.empty())
+    report["adapter"] = {{"path", info.adapter}, {"adapted_projections", info.adapted_projections}};
   report["seconds"] = seconds;
   report["memory"] = {{"planned_peak_bytes", out.planned_peak}, {"lower_bound_bytes", out.lower_bound},
                       {"arena_bytes", out.arena_bytes}};
@@ -119,6 +123,8 @@ Action register_forward(CLI::App& app) {
   CLI::App* command = app.add_subcommand(
       "forward", "Logits of chosen rows for a batch of token-id sequences (mask-only)");
   command->add_option("--model", options->model, "Hugging Face model folder")->required();
+  command->add_option("--adapter", options->adapter,
+                      "PEFT LoRA adapter folder (adapter_config.json + adapter_model.safetensors), merged at load");
   command->add_option("--ids", options->ids,
                       "Token ids of one sequence, e.g. 1,2,3 (repeat for a batch)")
       ->required();

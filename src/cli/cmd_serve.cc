@@ -22,7 +22,7 @@ namespace {
 
 struct ServeCliOptions {
   std::string model, model_name, budget, device = "auto", batching = "continuous", batch_timeout = "auto",
-      cache = "auto", allowed_origins;
+      cache = "auto", allowed_origins, adapter;
   serve::ServeOptions serve;
   int64_t gen_length = 128, steps = 0;
   bool no_access_log = false;
@@ -79,6 +79,7 @@ int run_serve(ServeCliOptions& o) {
 
   EngineOptions engine_options;
   engine_options.device = o.device;
+  if (!o.adapter.empty()) engine_options.adapter = o.adapter;
   if (!o.budget.empty()) {
     engine_options.budget = parse_byte_size(o.budget, "--budget");
   } else if (o.device != "cpu") {
@@ -94,8 +95,9 @@ int run_serve(ServeCliOptions& o) {
   serve::HttpServer server(*engine, s);
   const int port = server.bind();
   const ModelInfo& info = engine->info();
-  fmt::print(stderr, "mosaic serve: {} ({}, {}) on {}, {} batching, budget {}{}{}; listening on http://{}:{}\n",
-             s.model_name, info.family, info.architecture, info.device, o.batching,
+  fmt::print(stderr, "mosaic serve: {} ({}, {}{}) on {}, {} batching, budget {}{}{}; listening on http://{}:{}\n",
+             s.model_name, info.family, info.architecture,
+             info.adapter.empty() ? "" : fmt::format(", adapter {}", info.adapter), info.device, o.batching,
              engine_options.budget ? fmt::format("{} bytes", *engine_options.budget) : std::string("none"),
              s.api_key.empty() ? "" : ", API key required", s.cors.enabled() ? ", CORS on" : "", s.host, port);
   std::fflush(stderr);
@@ -112,6 +114,8 @@ Action register_serve(CLI::App& app) {
   serve::ServeOptions& s = o->serve;
   CLI::App* c = app.add_subcommand("serve", "Serve a model over HTTP (OpenAI-compatible) with step-level batching");
   c->add_option("--model", o->model, "Hugging Face model folder (default: the built-in model)");
+  c->add_option("--adapter", o->adapter,
+                "PEFT LoRA adapter folder (adapter_config.json + adapter_model.safetensors), merged at load");
   c->add_option("--model-name", o->model_name, "Name clients use (default: the folder's name)");
   c->add_option("--host", s.host, "Address to listen on")->default_val("127.0.0.1");
   c->add_option("--port", s.port, "Port (0: any free port)")->default_val(8000)->check(CLI::Range(0, 65535));

@@ -16,11 +16,13 @@ namespace {
 using IdArray = py::array_t<int32_t, py::array::c_style | py::array::forcecast>;
 
 std::unique_ptr<Engine> open_engine(const std::string& model_dir, const std::string& device,
-                                    int cuda_device, std::optional<uint64_t> budget) {
+                                    int cuda_device, std::optional<uint64_t> budget,
+                                    std::optional<std::string> adapter) {
   EngineOptions options;
   options.device = device;
   options.cuda_device = cuda_device;
   options.budget = budget;
+  if (adapter) options.adapter = *adapter;
   py::gil_scoped_release release;
   return Engine::open(model_dir, options);
 }
@@ -43,6 +45,8 @@ py::dict info_dict(const ModelInfo& info) {
   d["max_position"] = info.max_position;
   d["weight_bytes"] = info.weight_bytes;
   d["weight_dtype"] = info.weight_dtype;
+  d["adapter"] = info.adapter.empty() ? py::object(py::none()) : py::object(py::str(info.adapter));
+  d["adapted_projections"] = info.adapted_projections;
   return d;
 }
 
@@ -88,7 +92,8 @@ std::string decode(const Engine& engine, const std::vector<int32_t>& ids) {
 void bind_engine(py::module_& m) {
   EngineClass engine(m, "_Engine", "A loaded model (mosaic::Engine); use mosaic.Engine");
   engine.def(py::init(&open_engine), py::arg("model_dir"), py::arg("device") = "auto",
-             py::arg("cuda_device") = 0, py::arg("budget") = std::nullopt)
+             py::arg("cuda_device") = 0, py::arg("budget") = std::nullopt,
+             py::arg("adapter") = std::nullopt)
       .def_property_readonly("info", [](const Engine& e) { return info_dict(e.info()); })
       .def_property_readonly("has_tokenizer", &Engine::has_tokenizer)
       .def("forward", &forward, py::arg("ids"), py::arg("rows"),
