@@ -287,9 +287,22 @@ def apply_rope(x, cos, sin):
     return np.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1)
 
 
+@dataclass
+class LoraWeight:
+    """A linear weight with PEFT's unmerged LoRA branch (lora_np.py builds these): the layer
+    computes x @ w.T + scaling * (x @ a.T) @ b.T, as peft.tuners.lora.Linear.forward does."""
+    w: np.ndarray   # [out, in], the base weight
+    a: np.ndarray   # [r, in]
+    b: np.ndarray   # [out, r]
+    scaling: float
+
+
 def linear(x, w, b=None):
-    """y = x @ w.T (+ b) for w [out, in]."""
-    y = x @ w.T
+    """y = x @ w.T (+ b) for w [out, in], or a LoraWeight's base plus its branch."""
+    if isinstance(w, LoraWeight):
+        y = x @ w.w.T + w.scaling * ((x @ w.a.T) @ w.b.T)
+    else:
+        y = x @ w.T
     return y if b is None else y + b
 
 
