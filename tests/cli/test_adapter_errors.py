@@ -8,26 +8,21 @@ Each test writes a tiny random LLaDA base (`mosaic make-test-model`) and a good 
 (tests/reference/make_lora_adapter.py), damages one thing, and checks the refusal.
 """
 
-import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import unittest
+
+import cli_harness as harness
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "reference"))
 import make_lora_adapter  # noqa: E402
 import safetensors_np as st  # noqa: E402
 
-MOSAIC = None
+run = harness.run
 Q0 = "base_model.model.model.transformer.blocks.0.q_proj"
-
-
-def run(*args):
-    proc = subprocess.run([MOSAIC, *args], capture_output=True, text=True, timeout=120)
-    return proc.returncode, proc.stdout, proc.stderr
 
 
 class AdapterErrors(unittest.TestCase):
@@ -68,11 +63,7 @@ class AdapterErrors(unittest.TestCase):
                       "--quiet", "--adapter", self.adapter],
                      ["serve", "--model", self.model, "--device", "cpu", "--port", "0", "--adapter", self.adapter]):
             status, _, err = run(*args)
-            self.assertEqual(status, 1, f"{args[0]}: status {status}; stderr: {err}")
-            self.assertTrue(err.startswith("mosaic: error: "), err)
-            self.assertEqual(err.count("\n"), 1, "the error is one line: " + err)
-            for fragment in fragments:
-                self.assertIn(fragment, err)
+            harness.assert_error(self, status, err, *fragments, what=f"{args[0]}: ")
 
     def test_good_adapter_is_merged(self):
         status, out, err = run("forward", "--model", self.model, "--ids", "1,1000", "--json",
@@ -133,8 +124,5 @@ class AdapterErrors(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--mosaic", required=True)
-    args, rest = parser.parse_known_args()
-    MOSAIC = os.path.abspath(args.mosaic)
-    unittest.main(argv=[sys.argv[0], *rest])
+    _, argv = harness.parse_args()
+    unittest.main(argv=argv)

@@ -9,22 +9,16 @@ way real files get damaged (truncated downloads, hand-edited headers, mismatched
 (a signal would give a negative status), and the message on stderr naming the culprit.
 """
 
-import argparse
 import json
 import os
 import shutil
 import struct
-import subprocess
-import sys
 import tempfile
 import unittest
 
-MOSAIC = None
+import cli_harness as harness
 
-
-def run(*args):
-    proc = subprocess.run([MOSAIC, *args], capture_output=True, text=True, timeout=120)
-    return proc.returncode, proc.stdout, proc.stderr
+run = harness.run
 
 
 def read_safetensors(path):
@@ -59,13 +53,8 @@ class CliErrors(unittest.TestCase):
         return os.path.join(self.model, "model.safetensors")
 
     def assert_error(self, args, *fragments, code=1):
-        status, out, err = run(*args)
-        self.assertEqual(status, code, f"status {status}; stderr: {err}")
-        for fragment in fragments:
-            self.assertIn(fragment, err)
-        if code == 1:
-            self.assertTrue(err.startswith("mosaic: error: "), err)
-            self.assertEqual(err.count("\n"), 1, "the error is one line: " + err)
+        status, _, err = run(*args)
+        harness.assert_error(self, status, err, *fragments, code=code)
 
     def load_error(self, *fragments):
         self.assert_error(["info", "--model", self.model], *fragments)
@@ -356,8 +345,5 @@ class CliErrors(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--mosaic", required=True)
-    args, rest = parser.parse_known_args()
-    MOSAIC = os.path.abspath(args.mosaic)
-    unittest.main(argv=[sys.argv[0], *rest])
+    _, argv = harness.parse_args()
+    unittest.main(argv=argv)

@@ -12,30 +12,24 @@ and `generate` on it. Every run, here and in the fuzz-corpus test, must end by e
 timeout: a negative status (a signal) fails the test whatever else it checks.
 """
 
-import argparse
 import json
 import os
 import shutil
 import struct
 import subprocess
-import sys
 import tempfile
 import time
 import unittest
 
-MOSAIC = None
+import cli_harness as harness
+
 CORPUS = None
 NOBODY = 65534
 DEPTH = 100_000  # the nesting that overflowed the stack (exit 139)
 
 
 def run(*args, timeout=60, **kwargs):
-    """(status, stdout, stderr); a run that a signal ends, or that outlives `timeout`, fails."""
-    proc = subprocess.run([MOSAIC, *args], capture_output=True, timeout=timeout, **kwargs)
-    if proc.returncode < 0:
-        raise AssertionError(f"mosaic {' '.join(map(str, args))} was killed by signal {-proc.returncode}: "
-                             f"{proc.stderr.decode(errors='replace')[-2000:]}")
-    return proc.returncode, proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace")
+    return harness.run(*args, timeout=timeout, **kwargs)
 
 
 def read_safetensors(path):
@@ -88,11 +82,7 @@ class HostileFiles(unittest.TestCase):
 
     def assert_error(self, args, *fragments, **kwargs):
         status, _, err = run(*args, **kwargs)
-        self.assertEqual(status, 1, f"status {status}; stderr: {err}")
-        self.assertTrue(err.startswith("mosaic: error: "), err)
-        self.assertEqual(err.count("\n"), 1, "the error is one line: " + err)
-        for fragment in fragments:
-            self.assertIn(fragment, err)
+        harness.assert_error(self, status, err, *fragments)
         return err
 
     def load_error(self, *fragments, model=None, **kwargs):
@@ -225,9 +215,9 @@ class HostileFiles(unittest.TestCase):
             self.skipTest("permissions are not enforced for this user")
         # As root, mosaic runs as nobody, for whom modes are enforced; the binary must be reachable.
         if os.geteuid() == 0:
-            probe = subprocess.run([MOSAIC, "--version"], capture_output=True, **self.run_as_nobody())
+            probe = subprocess.run([harness.MOSAIC, "--version"], capture_output=True, **self.run_as_nobody())
             if probe.returncode != 0:
-                self.skipTest(f"nobody cannot run {MOSAIC}")
+                self.skipTest(f"nobody cannot run {harness.MOSAIC}")
         self.make()
         os.chmod(self.tmp, 0o755)
         for entry in os.listdir(self.model):
@@ -351,10 +341,6 @@ class HostileFiles(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--mosaic", required=True)
-    parser.add_argument("--corpus")
-    args, rest = parser.parse_known_args()
-    MOSAIC = os.path.abspath(args.mosaic)
-    CORPUS = os.path.abspath(args.corpus) if args.corpus else None
-    unittest.main(argv=[sys.argv[0], *rest])
+    options, argv = harness.parse_args("--corpus")
+    CORPUS = os.path.abspath(options.corpus) if options.corpus else None
+    unittest.main(argv=argv)
