@@ -17,21 +17,19 @@ BackendChoice make_step_runner(const Model& model, const EngineOptions& options)
     fail("device '{}' is not supported (expected auto, cpu or cuda)", options.device);
 #ifdef MOSAIC_HAVE_CUDA
   const bool gpu_visible = cuda_devices_visible();
-#else
-  const bool gpu_visible = false;
-#endif
-#ifdef MOSAIC_HAVE_CUDA
   // A head dimension the CUDA attention kernels do not take: refused on "cuda", the CPU on "auto".
   const int64_t head_dim = model.config().head_dim;
   const bool cuda_runs_it = cuda::attention_supports_head_dim(head_dim);
-  if (options.device == "cuda" && gpu_visible && !cuda_runs_it)
-    fail("{}: head_dim {} cannot run on CUDA (its attention kernels take head_dim 64 or 128); use --device cpu",
-         printable_path(model.checkpoint().dir()), head_dim);
-  if (options.device == "auto" && gpu_visible && !cuda_runs_it)
-    log(LogLevel::warn, "{}: head_dim {} has no CUDA attention kernel (64 or 128): running on the CPU",
-        printable_path(model.checkpoint().dir()), head_dim);
+  if (gpu_visible && !cuda_runs_it) {
+    if (options.device == "cuda")
+      fail("{}: head_dim {} cannot run on CUDA (its attention kernels take head_dim 64 or 128); use --device cpu",
+           printable_path(model.checkpoint().dir()), head_dim);
+    if (options.device == "auto")
+      log(LogLevel::warn, "{}: head_dim {} has no CUDA attention kernel (64 or 128): running on the CPU",
+          printable_path(model.checkpoint().dir()), head_dim);
+  }
 #else
-  const bool cuda_runs_it = false;
+  const bool gpu_visible = false, cuda_runs_it = false;
 #endif
   if (options.device == "cuda" || (options.device == "auto" && gpu_visible && cuda_runs_it)) {
 #ifdef MOSAIC_HAVE_CUDA
@@ -46,17 +44,14 @@ BackendChoice make_step_runner(const Model& model, const EngineOptions& options)
     fail("--device cuda: this Mosaic was built without CUDA");
 #endif
   }
+  // No budget: the machine's memory (RAM, or the cgroup's limit).
   const uint64_t weights = model.weights().bytes;
-  uint64_t budget = 0;
-  if (options.budget) {
-    budget = *options.budget;
-    if (budget <= weights)
+  const uint64_t budget = options.budget ? *options.budget : host_memory_bytes();
+  if (budget <= weights) {
+    if (options.budget)
       fail("the weights ({}) alone exceed the budget of {}", format_bytes(weights), format_bytes(budget));
-  } else {
-    budget = host_memory_bytes();
-    if (budget <= weights)
-      fail("the weights ({}) alone exceed this machine's memory ({}); pass --budget to run anyway",
-           format_bytes(weights), format_bytes(budget));
+    fail("the weights ({}) alone exceed this machine's memory ({}); pass --budget to run anyway",
+         format_bytes(weights), format_bytes(budget));
   }
   auto runner = std::make_unique<CpuStepRunner>(model, budget - weights);
   const StepMemorySetup memory = runner->memory_setup();
