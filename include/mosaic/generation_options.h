@@ -21,6 +21,16 @@ enum class DreamAlg : uint8_t { origin, maskgit_plus, topk_margin, entropy };
 // none, prefix, dual or block (never automatic).
 enum class CacheMode : uint8_t { automatic, none, prefix, dual, block };
 
+// D2F's pipelined block decoding (docs/design/d2f-decoding.md), with the reference's defaults.
+// Blocks of block_length (0: 32) from the prompt's end, attended block-causally; `steps` does
+// not apply (max_steps caps the loop).
+struct D2fOptions {
+  double block_add_threshold = 0.5;      // append a block once the last one is this decoded
+  double decoded_token_threshold = 0.9;  // fully activate block i + 1 once block i is this decoded
+  double skip_threshold = 1.0;           // accept a token whose confidence is above this
+  int64_t max_steps = 10000;             // the reference loop's safety cap
+};
+
 struct GenerationOptions {
   int64_t gen_length = 128;        // positions appended to the prompt (Dream: max_new_tokens)
   int64_t steps = 128;             // denoising steps (an upper bound with threshold / factor)
@@ -43,6 +53,9 @@ struct GenerationOptions {
   std::optional<double> factor;
   // KV cache (both families)
   CacheMode cache = CacheMode::automatic;
+  // D2F decoding (both families; a D2F adapter's model): set, it replaces the block loop and its
+  // rule (steps, threshold, factor, remasking do not apply).
+  std::optional<D2fOptions> d2f;
   // Extensions
   bool stop_at_eos = false;
   int64_t eos_id = -1;             // -1: the config's eos_token_id

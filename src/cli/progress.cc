@@ -32,6 +32,27 @@ void Progress::update(int64_t step, int64_t total, int64_t tokens) {
              seconds > 0 ? step / seconds : 0.0, tokens);
 }
 
+void Progress::update_by_tokens(int64_t step, int64_t tokens, int64_t total_tokens) {
+  if (!enabled_) return;
+  const auto now = std::chrono::steady_clock::now();
+  const double seconds = std::chrono::duration<double>(now - start_).count();
+  const double fraction = total_tokens > 0 ? std::min(1.0, double(tokens) / double(total_tokens)) : 1.0;
+  const double rate = seconds > 0 ? step / seconds : 0.0;
+  if (terminal_) {
+    if (now - last_draw_ < std::chrono::milliseconds(100) && tokens < total_tokens) return;
+    last_draw_ = now;
+    const int width = 30, filled = static_cast<int>(fraction * width);
+    fmt::print(stderr, "\r[{}{}] {}/{} tokens  step {}  {:.1f} steps/s", std::string(filled, '#'),
+               std::string(width - filled, '.'), tokens, total_tokens, step, rate);
+    drawn_ = true;
+    return;
+  }
+  const int64_t decile = static_cast<int64_t>(fraction * 10);
+  if (decile == last_decile_) return;
+  last_decile_ = decile;
+  fmt::print(stderr, "{}/{} tokens  step {}  {:.1f} steps/s\n", tokens, total_tokens, step, rate);
+}
+
 void Progress::finish() {
   if (enabled_ && terminal_ && drawn_) fmt::print(stderr, "\n");
 }

@@ -11,6 +11,8 @@ class Progress {
  public:
   Progress(bool enabled, bool terminal);
   void update(int64_t step, int64_t total, int64_t tokens);
+  // For decoders whose step count is not known ahead (D2F): progress is tokens of total_tokens.
+  void update_by_tokens(int64_t step, int64_t tokens, int64_t total_tokens);
   void finish();
 
  private:

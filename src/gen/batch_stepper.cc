@@ -44,8 +44,8 @@ int64_t BatchStepper::add(GenerationRequest request) {
     if (id < 0 || id >= config_.vocab)
       throw OptionError("suffix", fmt::format("suffix token id {} is outside the vocabulary [0, {})", id, config_.vocab));
   Member member;
-  member.decoder = std::make_unique<SequenceDecoder>(config_, std::move(request.prompt), std::move(request.options),
-                                                     std::move(request.suffix));
+  member.decoder = make_request_decoder(config_, std::move(request.prompt), std::move(request.options),
+                                        std::move(request.suffix));
   member.canvas_id = next_canvas_id();
   if (member.decoder->uses_cache()) {  // its pages to its end, now: no step can run out of them
     const int64_t positions = static_cast<int64_t>(member.decoder->canvas().size());
@@ -72,7 +72,7 @@ const BatchStepper::Member& BatchStepper::member(int64_t id) const {
 
 bool BatchStepper::finished(int64_t id) const { return member(id).decoder->finished(); }
 
-const SequenceDecoder& BatchStepper::decoder(int64_t id) const { return *member(id).decoder; }
+const RequestDecoder& BatchStepper::decoder(int64_t id) const { return *member(id).decoder; }
 
 int64_t BatchStepper::unfinished() const {
   return std::count_if(members_.begin(), members_.end(),
@@ -88,7 +88,7 @@ void BatchStepper::remove(int64_t id) {
 
 GenerationResult BatchStepper::result(int64_t id) const {
   const Member& m = member(id);
-  const SequenceDecoder& d = *m.decoder;
+  const RequestDecoder& d = *m.decoder;
   GenerationResult result;
   result.canvas = d.canvas();
   result.prompt_length = d.prompt_length();
@@ -150,7 +150,7 @@ BatchStepSummary BatchStepper::step(const StepObserver& observe) {
       row += static_cast<int64_t>(step.candidates.size());
     };
     for (const Member* m : forward.members) {
-      const SequenceDecoder& d = *m->decoder;
+      const RequestDecoder& d = *m->decoder;
       const DecoderStep& step = d.prepared();
       rows_of[m] = {f, row};
       add_sequence(d.canvas(), step, m->canvas_id, m->cache_id);
@@ -181,7 +181,7 @@ BatchStepSummary BatchStepper::step(const StepObserver& observe) {
   // Hand each request its rows (host-sampled when the logits were kept).
   std::vector<float> stats;
   for (const auto& [id, m] : stepping) {
-    SequenceDecoder& d = *m->decoder;
+    RequestDecoder& d = *m->decoder;
     const DecoderStep& step = d.prepared();
     const int64_t n = static_cast<int64_t>(step.candidates.size());
     if (n == 0) {

@@ -22,7 +22,7 @@
 
 #include "exec/step_runner.h"
 #include "gen/generation_options.h"
-#include "gen/sequence_decoder.h"
+#include "gen/request_decoder.h"
 
 namespace mosaic {
 
@@ -97,12 +97,12 @@ class BatchStepper {
   int64_t size() const { return static_cast<int64_t>(members_.size()); }
   // The request's state so far (its result once finished). `cancelled` is left false.
   GenerationResult result(int64_t id) const;
-  const SequenceDecoder& decoder(int64_t id) const;
+  const RequestDecoder& decoder(int64_t id) const;
   void remove(int64_t id);
 
  private:
   struct Member {
-    std::unique_ptr<SequenceDecoder> decoder;
+    std::unique_ptr<RequestDecoder> decoder;
     std::vector<int64_t> tokens_per_step;
     uint64_t canvas_id = 0;  // its canvas on the runner (SequenceRows::canvas_id)
     // Its KV caches on the runner (SequenceRows::cache_id; 0: none): the canvas's, and under CFG

@@ -143,9 +143,10 @@ struct Case {
   GenerationOptions options;
 };
 
-// Options whose every step the device can commit (SequenceDecoder::device_commit_rule).
+// Options whose every step the device can commit (SequenceDecoder::device_commit_rule; D2F's
+// blocks differ in their rule within a step, so the host commits them).
 bool device_covered(const GenerationOptions& o) {
-  return o.cfg_scale == 0 && !o.factor && !(o.alg_temp && *o.alg_temp > 0) && !o.top_p && !o.top_k;
+  return !o.d2f && o.cfg_scale == 0 && !o.factor && !(o.alg_temp && *o.alg_temp > 0) && !o.top_p && !o.top_k;
 }
 
 std::vector<Case> llada_cases() {
@@ -166,6 +167,12 @@ std::vector<Case> llada_cases() {
   add({15, 16, 17}, [](GenerationOptions& o) { o.cache = CacheMode::prefix, o.block_length = 4; });
   add({18, 19}, [](GenerationOptions& o) { o.cache = CacheMode::dual, o.block_length = 8, o.temperature = 0.9; });
   add({20}, [](GenerationOptions& o) { o.cache = CacheMode::dual, o.threshold = 0.2, o.steps = 16, o.block_length = 4; });
+  // D2F's pipelined blocks (docs/design/d2f-decoding.md), with its block cache and without.
+  add({21, 22, 23}, [](GenerationOptions& o) {
+    o.block_length = 4, o.temperature = 0.8;
+    o.d2f = D2fOptions{.block_add_threshold = 0.25, .decoded_token_threshold = 0.5, .skip_threshold = 0.05};
+  });
+  add({24}, [](GenerationOptions& o) { o.block_length = 8, o.cache = CacheMode::none, o.d2f = D2fOptions{}; });
   return cases;
 }
 
@@ -185,6 +192,9 @@ std::vector<Case> dream_cases() {
   add({6, 7}, [](GenerationOptions& o) { o.block_length = 4, o.alg = DreamAlg::entropy; });  // blocks, no cache
   add({8, 9, 10}, [](GenerationOptions& o) { o.cache = CacheMode::dual, o.block_length = 6, o.alg = DreamAlg::maskgit_plus; });
   add({11}, [](GenerationOptions& o) { o.cache = CacheMode::prefix, o.threshold = 0.1, o.steps = 12, o.block_length = 4; });
+  add({12, 13}, [](GenerationOptions& o) {
+    o.block_length = 4, o.d2f = D2fOptions{.block_add_threshold = 0.5, .decoded_token_threshold = 0.75, .skip_threshold = 0.05};
+  });
   return cases;
 }
 

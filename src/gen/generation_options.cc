@@ -120,6 +120,9 @@ void validate_for_prompt(const ModelConfig& config, int64_t prompt_length, const
 
 void validate_suffix(const ModelConfig& config, const GenerationOptions& o, int64_t suffix_length) {
   if (suffix_length == 0) return;
+  if (o.d2f)
+    fail_option("suffix", "a suffix cannot be combined with D2F decoding: its blocks attend block-causally and would "
+                "never see the suffix");
   if (config.block_attention != BlockAttention::none)
     fail_option("suffix", "a suffix needs full attention: this model is block-causal (block_attention \"{}\"), so "
                 "the generated blocks would never see the suffix", block_attention_name(config.block_attention));
@@ -131,30 +134,75 @@ void validate_suffix(const ModelConfig& config, const GenerationOptions& o, int6
                 "prompt only)", o.cfg_scale);
 }
 
-void validate_generation_options(const ModelConfig& config, GenerationOptions& o) {
+namespace {
+
+// What every decoder checks: the generation's length, temperature, end ids.
+void check_common(const ModelConfig& config, GenerationOptions& o) {
   if (o.gen_length < 1) fail_option("gen_length", "gen_length must be at least 1, got {}", o.gen_length);
   if (o.gen_length > kMaxStepPositions)
     fail_option("gen_length", "gen_length {} exceeds the {} positions a step can hold", o.gen_length, kMaxStepPositions);
+  if (!(o.temperature >= 0) || !std::isfinite(o.temperature))
+    fail_option("temperature", "temperature must be a finite number >= 0, got {}", o.temperature);
+  if (o.temperature > 0 && o.temperature < kMinTemperature)
+    fail_option("temperature", "temperature must be 0 (greedy) or at least {}, got {}: smaller values overflow the sampling arithmetic",
+         kMinTemperature, o.temperature);
+  if (o.eos_id < -1) fail_option("eos_id", "eos_id must be a token id (>= 0, or -1 for the config's), got {}", o.eos_id);
+  if (o.eot_id < -1) fail_option("eot_id", "eot_id must be a token id (>= 0, or -1 for the tokenizer's), got {}", o.eot_id);
+  if (o.eos_id < 0) o.eos_id = config.eos_token_id;
+  if (o.eos_id >= config.vocab) fail_option("eos_id", "eos id {} is outside the vocabulary of {} tokens", o.eos_id, config.vocab);
+  if (o.eot_id >= config.vocab) fail_option("eot_id", "eot id {} is outside the vocabulary of {} tokens", o.eot_id, config.vocab);
+}
+
+// D2F's pipelined blocks (docs/design/d2f-decoding.md): its own rule replaces the block loop's.
+void check_d2f(const ModelConfig& config, GenerationOptions& o) {
+  const D2fOptions& d = *o.d2f;
+  const std::pair<const char*, double> thresholds[] = {{"block_add_threshold", d.block_add_threshold},
+                                                       {"decoded_token_threshold", d.decoded_token_threshold},
+                                                       {"skip_threshold", d.skip_threshold}};
+  for (const auto& [name, value] : thresholds)
+    if (!(value >= 0 && value <= 1)) fail_option(name, "{} must be in [0, 1], got {}", name, value);
+  if (d.max_steps < 1) fail_option("max_steps", "D2F's max_steps must be at least 1, got {}", d.max_steps);
+  if (o.block_length == 0) o.block_length = std::min<int64_t>(32, o.gen_length);
+  if (o.block_length < 1) fail_option("block_length", "block_length must be at least 1, got {}", o.block_length);
+  if (o.block_length > o.gen_length || o.gen_length % o.block_length != 0)
+    fail_option("block_length", "D2F: gen_length {} must be a multiple of block_length {} (its blocks are whole)",
+                o.gen_length, o.block_length);
+  if (config.block_attention == BlockAttention::absolute)
+    fail_option("d2f", "D2F decodes blocks from the prompt's end, but this model's blocks lie on a grid from position 0 "
+                "(block_attention \"absolute\")");
+  if (o.threshold || o.factor)
+    fail_option(o.threshold ? "threshold" : "factor",
+                "D2F has its own acceptance rule (skip_threshold); threshold and factor do not apply");
+  if (o.remasking != Remasking::low_confidence) fail_option("remasking", "D2F ranks by confidence; remasking=random does not apply");
+  if (o.cfg_scale != 0) fail_option("cfg_scale", "D2F has no classifier-free guidance (cfg_scale must be 0, got {})", o.cfg_scale);
+  if (o.logits_eos_inf || o.confidence_eos_eot_inf)
+    fail_option("logits_eos_inf", "logits_eos_inf / confidence_eos_eot_inf are LLaDA's block-loop options; D2F does not use them");
+  if (o.alg != DreamAlg::origin || o.alg_temp || o.top_p || o.top_k || o.eps != 1e-3)
+    fail_option("alg", "alg, alg_temp, top_p, top_k and eps are Dream's schedule options; D2F does not use them");
+  switch (o.cache) {
+    case CacheMode::automatic: case CacheMode::block: o.cache = CacheMode::block; break;
+    case CacheMode::none: break;
+    default:
+      fail_option("cache", "cache {}: D2F decodes with its exact block cache (cache auto) or none; prefix and dual are "
+                  "approximations for full-attention decoding", cache_mode_name(o.cache));
+  }
+}
+
+}  // namespace
+
+void validate_generation_options(const ModelConfig& config, GenerationOptions& o) {
+  check_common(config, o);
+  if (o.d2f) return check_d2f(config, o);
   if (o.steps < 1) fail_option("steps", "steps must be at least 1, got {}", o.steps);
   if (o.steps > o.gen_length && !by_rule(o))
     fail_option("steps",
                 "steps {} exceeds gen_length {}: a step unmasks at least one of the gen_length positions, so more "
                 "steps than positions only repeat forwards (with threshold or factor, steps is a cap and may be larger)",
                 o.steps, o.gen_length);
-  if (!(o.temperature >= 0) || !std::isfinite(o.temperature))
-    fail_option("temperature", "temperature must be a finite number >= 0, got {}", o.temperature);
-  if (o.temperature > 0 && o.temperature < kMinTemperature)
-    fail_option("temperature", "temperature must be 0 (greedy) or at least {}, got {}: smaller values overflow the sampling arithmetic",
-         kMinTemperature, o.temperature);
   if (o.threshold && o.factor) fail_option("threshold", "give either threshold or factor, not both");
   if (o.threshold && !(*o.threshold >= 0 && *o.threshold <= 1))
     fail_option("threshold", "threshold must be in [0, 1], got {}", *o.threshold);
   if (o.factor && !(*o.factor > 0)) fail_option("factor", "factor must be > 0, got {}", *o.factor);
-  if (o.eos_id < -1) fail_option("eos_id", "eos_id must be a token id (>= 0, or -1 for the config's), got {}", o.eos_id);
-  if (o.eot_id < -1) fail_option("eot_id", "eot_id must be a token id (>= 0, or -1 for the tokenizer's), got {}", o.eot_id);
-  if (o.eos_id < 0) o.eos_id = config.eos_token_id;
-  if (o.eos_id >= config.vocab) fail_option("eos_id", "eos id {} is outside the vocabulary of {} tokens", o.eos_id, config.vocab);
-  if (o.eot_id >= config.vocab) fail_option("eot_id", "eot id {} is outside the vocabulary of {} tokens", o.eot_id, config.vocab);
   if (!(o.cfg_scale >= 0 && o.cfg_scale <= kMaxCfgScale))
     fail_option("cfg_scale", "cfg_scale must be in [0, {}], got {}", kMaxCfgScale, o.cfg_scale);
   o.cache = resolve_cache_mode(config, o);

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/philox.h"
+#include "gen/answer_end.h"
 #include "gen/dream_schedule.h"
 #include "gen/position_select.h"
 
@@ -26,19 +27,6 @@ SequenceDecoder::SequenceDecoder(const ModelConfig& config, std::vector<int32_t>
   layout_.length = static_cast<int64_t>(canvas_.size());  // queries attend to the suffix too
   if (config.family == Family::dream)
     timesteps_ = dream_timesteps(dream_blocks() ? std::max<int64_t>(steps_per_block_, 1) : options_.steps, options_.eps);
-}
-
-TokenLogprob SequenceDecoder::token_logprob(const float* stats, const HeadRowSampling& how, int32_t position) const {
-  const double lse = stats[kHeadLogSumExp];
-  TokenLogprob out;
-  out.position = position - prompt_length_;
-  out.token = static_cast<int32_t>(stats[kHeadChosen]);
-  out.logprob = how.stats_banned(out.token) ? -std::numeric_limits<double>::infinity()
-                                            : double(stats[kHeadChosenLogit]) - lse;
-  out.top.emplace_back(static_cast<int32_t>(stats[kHeadArgmax]), double(stats[kHeadMax]) - lse);
-  if (stats[kHeadSecondId] >= 0)
-    out.top.emplace_back(static_cast<int32_t>(stats[kHeadSecondId]), double(stats[kHeadSecond]) - lse);
-  return out;
 }
 
 int64_t SequenceDecoder::masked() const {
@@ -226,7 +214,7 @@ void SequenceDecoder::commit(const float* stats) {
     else if (quota_ >= 0) chosen = top_k_positions(ranked, quota_);
     else for (size_t i = 0; i < candidates.size(); ++i) chosen.push_back(i);
     if (options_.logprobs)
-      for (const size_t i : chosen) logprobs_.push_back(token_logprob(stats + i * kHeadStatCount, next_.sampling[i], candidates[i]));
+      for (const size_t i : chosen) logprobs_.push_back(token_logprob_from_stats(stats + i * kHeadStatCount, next_.sampling[i], candidates[i], prompt_length_));
     unmask(std::move(chosen), tokens, confidences);
   }
   advance();
@@ -304,16 +292,12 @@ void SequenceDecoder::advance() {
 }
 
 void SequenceDecoder::check_eos() {
-  for (int64_t p = prompt_length_; p < generation_end_; ++p) {
-    const int32_t token = canvas_[p];
-    if (token == mask_) return;  // something before any end token is still open
-    if (token == options_.eos_id || (options_.eot_id >= 0 && token == options_.eot_id)) {
-      for (int64_t rest = p + 1; rest < generation_end_; ++rest)
-        if (canvas_[rest] == mask_) canvas_[rest] = static_cast<int32_t>(options_.eos_id);
-      finished_ = stopped_at_eos_ = true;
-      return;
-    }
-  }
+  const std::optional<int64_t> end =
+      answer_end(canvas_, prompt_length_, generation_end_, mask_, options_.eos_id, options_.eot_id);
+  if (!end) return;
+  for (int64_t rest = *end + 1; rest < generation_end_; ++rest)
+    if (canvas_[rest] == mask_) canvas_[rest] = static_cast<int32_t>(options_.eos_id);
+  finished_ = stopped_at_eos_ = true;
 }
 
 }  // namespace mosaic

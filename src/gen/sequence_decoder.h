@@ -14,24 +14,12 @@
 #include "gen/confidence.h"
 #include "gen/generation_options.h"
 #include "gen/host_sampler.h"
+#include "gen/request_decoder.h"
 #include "model/config.h"
 
 namespace mosaic {
 
-struct DecoderStep {
-  std::vector<int32_t> candidates;            // canvas positions to predict; empty: no forward
-  std::vector<HeadRowSampling> sampling;      // one per candidate
-  bool needs_logits = false;                  // top-p / top-k filter or CFG
-  RowFilter filter;
-  std::vector<int32_t> unconditional_canvas;  // CFG: the canvas with the prompt masked
-  // A cached step (docs/design/cached-decoding.md §4): the forward computes only positions
-  // [begin, end) against the request's KV cache. Not cached: every position, no cache.
-  bool cached = false;
-  int64_t begin = 0, end = 0;
-  BlockLayout layout;                         // how the canvas's queries see keys
-};
-
-class SequenceDecoder {
+class SequenceDecoder final : public RequestDecoder {
  public:
   // `options` must have passed validate_generation_options for `config` (and validate_suffix for
   // a suffix). The canvas is prompt + gen_length masks + suffix: the suffix is context the
@@ -39,39 +27,37 @@ class SequenceDecoder {
   SequenceDecoder(const ModelConfig& config, std::vector<int32_t> prompt, GenerationOptions options,
                   std::vector<int32_t> suffix = {});
 
-  bool finished() const { return finished_; }
-  // Whether the request decodes with a KV cache (it holds one from its first step to its end).
-  bool uses_cache() const { return options_.cache != CacheMode::none; }
-  CacheMode cache_mode() const { return options_.cache; }
-  const std::vector<int32_t>& canvas() const { return canvas_; }
-  int64_t prompt_length() const { return prompt_length_; }
-  int64_t generation_end() const { return generation_end_; }  // prompt + gen_length
-  int64_t steps_taken() const { return step_; }
-  int64_t forwards() const { return forwards_; }
-  int64_t masked() const;
-  bool stopped_at_eos() const { return stopped_at_eos_; }
-  const std::vector<int32_t>& last_committed() const { return committed_; }
+  bool finished() const override { return finished_; }
+  CacheMode cache_mode() const override { return options_.cache; }
+  const std::vector<int32_t>& canvas() const override { return canvas_; }
+  int64_t prompt_length() const override { return prompt_length_; }
+  int64_t generation_end() const override { return generation_end_; }  // prompt + gen_length
+  int64_t steps_taken() const override { return step_; }
+  int64_t forwards() const override { return forwards_; }
+  int64_t masked() const override;
+  bool stopped_at_eos() const override { return stopped_at_eos_; }
+  const std::vector<int32_t>& last_committed() const override { return committed_; }
   // The confidence each of those positions was ranked by (the algorithm's score of its token,
   // before any alg_temp noise), in the same order.
-  const std::vector<float>& last_committed_confidence() const { return committed_confidence_; }
+  const std::vector<float>& last_committed_confidence() const override { return committed_confidence_; }
   // With options.logprobs: every committed token's log-probabilities so far, in commit order.
-  const std::vector<TokenLogprob>& logprobs() const { return logprobs_; }
+  const std::vector<TokenLogprob>& logprobs() const override { return logprobs_; }
 
   // What the next step needs. Call once per step, then commit().
-  const DecoderStep& prepare();
-  const DecoderStep& prepared() const { return next_; }
-  double cfg_scale() const { return options_.cfg_scale; }
+  const DecoderStep& prepare() override;
+  const DecoderStep& prepared() const override { return next_; }
+  double cfg_scale() const override { return options_.cfg_scale; }
   // `stats`: [candidates, kHeadStatCount] from the fused head or the host sampler; null when
   // the step had no candidates.
-  void commit(const float* stats);
+  void commit(const float* stats) override;
 
   // The prepared step's choice of positions as a rule a runner can apply on the device, where
   // the statistics are (docs/design/device-commit.md). nullopt where the host must rank: no
   // candidates, the logits path (top-p / top-k, CFG), the factor rule, Dream's alg_temp noise.
-  std::optional<CommitRule> device_commit_rule() const;
+  std::optional<CommitRule> device_commit_rule() const override;
   // commit() for a step the runner committed on the device by device_commit_rule(): `rows`
   // [candidates] is each row's outcome. The canvas follows the device's.
-  void commit_from_device(std::span<const CommittedRow> rows);
+  void commit_from_device(std::span<const CommittedRow> rows) override;
 
  private:
   void prepare_llada();
@@ -91,7 +77,6 @@ class SequenceDecoder {
   void advance();
   void check_eos();
   // The committed token's log-probabilities from its row's statistics.
-  TokenLogprob token_logprob(const float* stats, const HeadRowSampling& how, int32_t position) const;
   bool decoding_by_rule() const { return options_.threshold.has_value() || options_.factor.has_value(); }
   bool dream_blocks() const { return config_.family == Family::dream && decodes_in_blocks(config_, options_); }
   void after_forward();  // the cache's state after a step that ran a forward

@@ -13,6 +13,10 @@ StepBound step_bound(const ModelConfig& config, int64_t prompt_tokens, const Gen
     bound.cached = true;
     bound.cache_pages = (bound.tokens + cache_page_rows - 1) / cache_page_rows;
   }
+  if (options.d2f) {  // every created block may be active at once
+    bound.candidates = options.gen_length;
+    return bound;
+  }
   if (config.family == Family::dream) {
     // Every masked position of the canvas may be a candidate (of the active block, in blocks).
     bound.candidates = options.block_length > 0 ? std::min(options.block_length, options.gen_length) : options.gen_length;

@@ -96,6 +96,11 @@ Enum as_choice(const std::string& name, const py::handle& value,
   throw py::value_error(fmt::format("{} must be one of {}, got '{}'", name, names, text));
 }
 
+D2fOptions& d2f_of(GenerationOptions& o) {
+  if (!o.d2f) o.d2f = D2fOptions{};
+  return *o.d2f;
+}
+
 using Setter = std::function<void(GenerationOptions&, const std::string&, const py::handle&)>;
 
 // One entry per GenerationOptions field, in its order.
@@ -129,6 +134,11 @@ const std::vector<std::pair<std::string, Setter>>& setters() {
          o.cache = as_choice<CacheMode>(n, v, {{"auto", CacheMode::automatic}, {"none", CacheMode::none},
                                                {"prefix", CacheMode::prefix}, {"dual", CacheMode::dual}});
        }},
+      // D2F (docs/design/d2f-decoding.md): d2f=True decodes by it; its thresholds need it.
+      {"d2f", [](auto& o, auto& n, auto& v) { if (as_bool(n, v) && !o.d2f) o.d2f = D2fOptions{}; }},
+      {"block_add_threshold", [](auto& o, auto& n, auto& v) { d2f_of(o).block_add_threshold = as_float(n, v); }},
+      {"decoded_token_threshold", [](auto& o, auto& n, auto& v) { d2f_of(o).decoded_token_threshold = as_float(n, v); }},
+      {"skip_threshold", [](auto& o, auto& n, auto& v) { d2f_of(o).skip_threshold = as_float(n, v); }},
       {"stop_at_eos", [](auto& o, auto& n, auto& v) { o.stop_at_eos = as_bool(n, v); }},
       {"eos_id", [](auto& o, auto& n, auto& v) { o.eos_id = v.is_none() ? -1 : as_token_id(n, v); }},
       {"eot_id", [](auto& o, auto& n, auto& v) { o.eot_id = v.is_none() ? -1 : as_token_id(n, v); }},
@@ -162,6 +172,12 @@ GenerationOptions generation_options_from_kwargs(const py::dict& kwargs) {
       throw py::type_error(fmt::format("unexpected keyword argument '{}'; the sampling options are: {}",
                                        name, fmt::join(sampling_option_names(), ", ")));
   }
+  // D2F's options take effect with d2f=True only; its steps are the loop's cap, as in `mosaic generate`.
+  const bool d2f = kwargs.contains("d2f") && py::cast<bool>(kwargs["d2f"]);
+  for (const char* name : {"block_add_threshold", "decoded_token_threshold", "skip_threshold"})
+    if (kwargs.contains(name) && !d2f) throw py::value_error(fmt::format("{} is an option of D2F decoding: pass d2f=True", name));
+  if (!d2f) options.d2f.reset();
+  else if (kwargs.contains("steps")) options.d2f->max_steps = options.steps;
   // One step per position at most: the default of 128 shrinks with a shorter generation (a steps
   // given beyond gen_length is refused by name), as in `mosaic generate`.
   if (!kwargs.contains("steps")) options.steps = std::min(options.steps, options.gen_length);

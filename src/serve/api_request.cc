@@ -319,6 +319,19 @@ void read_options(const Fields& fields, Endpoint endpoint, const RequestLimits& 
     else if (*cache == "dual") o.cache = CacheMode::dual;
     else bad_request("cache", "'cache' must be auto, none, prefix or dual, got \"{}\"", *cache);
   }
+  // D2F (docs/design/d2f-decoding.md): asked for, or the server's default; its steps cap its loop.
+  if (fields.boolean("d2f").value_or(limits.default_d2f.has_value())) o.d2f = limits.default_d2f.value_or(D2fOptions{});
+  const std::pair<const char*, double D2fOptions::*> thresholds[] = {
+      {"block_add_threshold", &D2fOptions::block_add_threshold},
+      {"decoded_token_threshold", &D2fOptions::decoded_token_threshold},
+      {"skip_threshold", &D2fOptions::skip_threshold}};
+  for (const auto& [name, member] : thresholds) {
+    const std::optional<double> value = fields.number(name, 0, 1);
+    if (!value) continue;
+    if (!o.d2f) bad_request(name, "'{}' is an option of D2F decoding: add \"d2f\": true", name);
+    (*o.d2f).*member = *value;
+  }
+  if (o.d2f && o.steps > 0) o.d2f->max_steps = o.steps;
   o.logprobs = request.logprobs.has_value();
 }
 

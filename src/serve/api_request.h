@@ -56,6 +56,7 @@ struct RequestLimits {
   int64_t max_stop = 4;                  // stop strings per request (OpenAI's limit)
   int64_t vocab = 0;                     // token ids must lie in [0, vocab)
   CacheMode default_cache = CacheMode::automatic;  // a request without "cache" (serve --cache)
+  std::optional<D2fOptions> default_d2f;           // a request without "d2f" (serve --d2f)
 };
 
 // A request body as JSON, nested at most kJsonMaxDepth deep (a value nested 100,000 levels deep

@@ -238,3 +238,30 @@ TEST(ApiRequest, MessageRoles) {
 
 }  // namespace
 }  // namespace mosaic::serve
+
+namespace mosaic::serve {
+namespace {
+
+TEST(ApiRequest, D2fFieldsAndTheServerDefault) {
+  const ApiRequest r = parse(Endpoint::completions,
+                             R"({"prompt": "x", "d2f": true, "skip_threshold": 0.9, "block_add_threshold": 0.1, "steps": 77})");
+  ASSERT_TRUE(r.options.d2f.has_value());
+  EXPECT_EQ(r.options.d2f->skip_threshold, 0.9);
+  EXPECT_EQ(r.options.d2f->block_add_threshold, 0.1);
+  EXPECT_EQ(r.options.d2f->decoded_token_threshold, D2fOptions{}.decoded_token_threshold);
+  EXPECT_EQ(r.options.d2f->max_steps, 77);  // D2F's steps: the cap of its loop
+  EXPECT_FALSE(parse(Endpoint::completions, R"({"prompt": "x"})").options.d2f.has_value());
+
+  EXPECT_EQ(refusal(Endpoint::completions, R"({"prompt": "x", "skip_threshold": 0.9})").second, "skip_threshold");
+  EXPECT_EQ(refusal(Endpoint::completions, R"({"prompt": "x", "d2f": true, "decoded_token_threshold": 1.5})").second,
+            "decoded_token_threshold");
+  EXPECT_EQ(refusal(Endpoint::completions, R"({"prompt": "x", "d2f": "yes"})").second, "d2f");
+
+  RequestLimits server = limits();
+  server.default_d2f = D2fOptions{.skip_threshold = 0.8};
+  EXPECT_EQ(parse_api_request(Endpoint::completions, R"({"prompt": "x"})", server).options.d2f->skip_threshold, 0.8);
+  EXPECT_FALSE(parse_api_request(Endpoint::completions, R"({"prompt": "x", "d2f": false})", server).options.d2f);
+}
+
+}  // namespace
+}  // namespace mosaic::serve

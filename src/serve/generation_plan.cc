@@ -79,14 +79,16 @@ GenerationPlan plan_generation(const Engine& engine, const ApiRequest& request, 
     // Left out: the server's default, at most what the context leaves; a whole number of the
     // blocks asked for when there is room for one.
     options.gen_length = bounded ? std::min(limits.default_gen_length, context - given) : limits.default_gen_length;
-    if (options.block_length > 0 && options.gen_length >= options.block_length)
-      options.gen_length -= options.gen_length % options.block_length;
+    const int64_t block = options.block_length > 0 ? options.block_length : options.d2f ? 32 : 0;  // D2F's default
+    if (block > 0 && options.gen_length >= block) options.gen_length -= options.gen_length % block;
   } else if (bounded && given + options.gen_length > context) {
     bad_request(param_of("gen_length", request), "{} + {} generated = {} tokens exceeds the model's context of {} tokens",
                 what, options.gen_length, given + options.gen_length, context);
   }
   // Steps: each unmasks at least one position, so more than gen_length only repeat forwards.
-  if (options.steps == 0) {
+  if (options.d2f) {
+    // D2F has no step schedule: a given steps is its cap (api_request.cc), the rest is its own.
+  } else if (options.steps == 0) {
     options.steps = std::min(limits.default_steps.value_or(options.gen_length), options.gen_length);
     if (options.block_length > 0 && options.gen_length % options.block_length == 0) {
       const int64_t blocks = options.gen_length / options.block_length;
