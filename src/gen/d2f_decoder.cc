@@ -163,8 +163,8 @@ void D2fDecoder::end_step() {
       return;
     }
   }
-  // 9. The reference's safety cap.
-  if (step_ >= d2f_.max_steps) finished_ = true;
+  // 9. The reference's safety cap: the request ends where it is (blocks never created hold EOS).
+  if (step_ >= d2f_.max_steps) finish();
 }
 
 void D2fDecoder::finish() {

@@ -56,7 +56,7 @@ class D2fDecoder final : public RequestDecoder {
   // Commits, per active block, the candidates its rule accepts (tokens / confidences per candidate).
   void accept(const std::vector<int32_t>& tokens, const std::vector<double>& confidences, const float* stats);
   void end_step();  // the bookkeeping after a forward's tokens are written (steps 7-9)
-  void finish();    // the natural end: never-created blocks hold EOS
+  void finish();    // the end (natural or by the cap): never-created blocks hold EOS
 
   const ModelConfig& config_;
   GenerationOptions options_;
