@@ -22,7 +22,9 @@ namespace mosaic::cli {
 namespace {
 
 struct BenchGenerateOptions {
-  std::string model, budget, device = "auto", prompt_lengths = "512", caches = "none,dual", json_out;
+  std::string model, adapter, budget, device = "auto", prompt_lengths = "512", caches = "none,dual", json_out;
+  bool d2f = false;
+  D2fOptions d2f_options;
   int64_t batch = 1, stop_after = 0;
   double threshold = -1;
   GenerationOptions gen;
@@ -53,7 +55,9 @@ int run(BenchGenerateOptions& o) {
   if (o.batch < 1) fail("--batch must be at least 1 (got {})", o.batch);
   if (o.stop_after < 0) fail("--stop-after must be >= 0 (got {})", o.stop_after);
   if (o.threshold >= 0) o.gen.threshold = o.threshold;
+  if (o.d2f) o.gen.d2f = o.d2f_options;
   EngineOptions options;
+  if (!o.adapter.empty()) options.adapter = o.adapter;
   options.device = o.device;
   if (!o.budget.empty()) options.budget = parse_byte_size(o.budget, "--budget");
   const auto engine = Engine::open(o.model, options);
@@ -61,7 +65,11 @@ int run(BenchGenerateOptions& o) {
   nlohmann::ordered_json report = {{"model", o.model},       {"family", info.family},
                                    {"device", info.device},  {"batch", o.batch},
                                    {"gen_length", o.gen.gen_length}, {"steps", o.gen.steps},
-                                   {"block_length", o.gen.block_length}, {"stop_after", o.stop_after}};
+                                   {"block_length", o.gen.block_length}, {"stop_after", o.stop_after},
+                                   {"adapter", o.adapter}, {"d2f", o.d2f}};
+  if (o.d2f)
+    report["d2f_thresholds"] = {o.d2f_options.block_add_threshold, o.d2f_options.decoded_token_threshold,
+                                o.d2f_options.skip_threshold};
   nlohmann::ordered_json runs = nlohmann::ordered_json::array();
   if (!o.json) {
     fmt::print("mosaic bench generate: {} ({}, {}), batch {}, {} tokens in {} steps, block {}{}\n", o.model,
@@ -130,6 +138,11 @@ Action register_bench_generate(CLI::App& bench) {
   c->add_option("--steps", o->gen.steps, "Denoising steps")->default_val(256);
   c->add_option("--block-length", o->gen.block_length, "Semi-autoregressive block")->default_val(32);
   c->add_option("--threshold", o->threshold, "Fast-dLLM threshold rule (default: top-k by the step schedule)");
+  c->add_option("--adapter", o->adapter, "PEFT LoRA adapter folder merged at load");
+  c->add_flag("--d2f", o->d2f, "D2F pipelined block decoding (steps does not apply)");
+  c->add_option("--block-add-threshold", o->d2f_options.block_add_threshold, "D2F")->capture_default_str();
+  c->add_option("--decoded-token-threshold", o->d2f_options.decoded_token_threshold, "D2F")->capture_default_str();
+  c->add_option("--skip-threshold", o->d2f_options.skip_threshold, "D2F")->capture_default_str();
   c->add_option("--stop-after", o->stop_after, "End every generation after this many steps (0: run in full)");
   c->add_option("--budget", o->budget, "Memory for weights + cache + activations, e.g. 24GiB");
   c->add_option("--device", o->device, "auto | cpu | cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# D2F on one GPU (docs/PERFORMANCE.md, "D2F"), beside D2F's own code in the same run: LLaDA-8B's
+# configuration with random bf16 weights and a random rank-32 adapter on q, k, v, attn_out
+# (tests/reference/make_lora_adapter.py), the characterization's decoding settings (block 32,
+# block-add 0.5, decoded-token 0.9, skip 1.0, greedy), a 256-token prompt, 512 tokens.
+#   reference  D2F's eval_llada._generate_block_single, unmodified (bench/reference/d2f_reference.py;
+#              bench/fetch_d2f.sh fetches it), batch 1 (the only batch it runs)
+#   mosaic     mosaic bench generate --d2f --adapter, batch 1, 4, 16, 32
+#
+#   bench/d2f_characterization.sh MOSAIC OUT_DIR [PARTS]    # PARTS: reference,mosaic (default both)
+set -euo pipefail
+mosaic=$(realpath "$1") out=$2 parts=${3:-reference,mosaic}
+here=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$out"
+has() { [[ ",$parts," == *",$1,"* ]]; }
+model=${MOSAIC_BENCH_MODEL_DIR:-/tmp/mosaic-bench-llada-8b}
+adapter=${MOSAIC_BENCH_ADAPTER_DIR:-/tmp/mosaic-bench-llada-8b-d2f-lora}
+if [ ! -f "$model/config.json" ]; then
+  echo "== writing a random llada-8b checkpoint to $model"
+  "$mosaic" make-test-model --family llada --preset llada-8b --seed 1 --out "$model" --quiet
+fi
+if [ ! -f "$adapter/adapter_config.json" ]; then
+  echo "== writing a random rank-32 adapter (q, k, v, attn_out) to $adapter"
+  python3 "$here/../tests/reference/make_lora_adapter.py" --base "$model" --out "$adapter" --rank 32 --alpha 32 \
+    --targets q_proj,k_proj,v_proj,attn_out --dtype BF16 --seed 2
+fi
+nvidia-smi --query-gpu=name,memory.total,driver_version,power.limit --format=csv,noheader | tee "$out/gpu.txt"
+settings=(--block-add-threshold 0.5 --decoded-token-threshold 0.9 --skip-threshold 1.0)
+
+if has reference; then
+  echo "== D2F's own decoder (unmodified), batch 1"
+  python3 -u "$here/reference/d2f_reference.py" --d2f "${D2F_DIR:-.d2f/D2F-eval}" --model "$model" --adapter "$adapter" \
+    --prompt-len 256 --gen-length 512 --block 32 "${settings[@]}" --json "$out/d2f-reference.json" \
+    > "$out/d2f-reference.log" 2>&1 || true
+  grep -v -i warning "$out/d2f-reference.log" | tail -40
+fi
+if has mosaic; then
+  for batch in 1 4 16 32; do
+    echo "== Mosaic D2F, batch $batch"
+    "$mosaic" bench generate --model "$model" --adapter "$adapter" --prompt-len 256 --gen-length 512 \
+      --block-length 32 --d2f "${settings[@]}" --cache auto --batch $batch --json-out "$out/mosaic-d2f-b$batch.json"
+  done
+fi
