@@ -138,12 +138,13 @@ std::vector<GenerateResult> Engine::generate(std::span<const GenerateRequest> re
   }
   // Every request's largest step against the budget, before any canvas is allocated.
   for (size_t r = 0; r < requests.size(); ++r) {
-    const int64_t prompt_tokens = static_cast<int64_t>(results[r].prompt_ids.size());
+    // The suffix's tokens are computed with the prompt's (the server counts them the same way).
+    const int64_t prompt_tokens = static_cast<int64_t>(results[r].prompt_ids.size() + internal[r].suffix.size());
     const MemoryFit fits = fit(prompt_tokens, resolved);
     if (!fits.fits)
-      fail("request {} ({} prompt tokens + {} to generate) needs {} of memory at its largest step, with every op "
+      fail("request {} ({} {} tokens + {} to generate) needs {} of memory at its largest step, with every op "
            "chunked as far as it goes; the budget is {}",
-           r, prompt_tokens, resolved.gen_length, format_bytes(fits.bytes_needed), format_bytes(fits.budget));
+           r, prompt_tokens, internal[r].suffix.empty() ? "prompt" : "prompt and suffix", resolved.gen_length, format_bytes(fits.bytes_needed), format_bytes(fits.budget));
   }
   const auto start = std::chrono::steady_clock::now();
   StepCallback callback;
