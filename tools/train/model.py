@@ -7,7 +7,9 @@ Architecture (shared/reference/models.md §0, §2, §4; src/model/weight_names.c
     logits = model.transformer.ff_out(ln_f(h))                  untied LM head
 RMSNorm as LLaDA computes it: in fp32, cast back, times the weight. RoPE is the half-split
 ("rotate_half") layout with fp32 angles, applied to q and k in fp32 (rope_full_precision).
-No causal mask, no padding mask: row p of the logits predicts position p.
+No causal mask, no padding mask: row p of the logits predicts position p. An optional
+additive attention mask (`attn_mask`, broadcast to [B, H, L, L]; 0 = attend, -inf = not)
+serves training under other attention patterns (train_d2f.py: block-causal).
 
 Works with torch 1.13 (CPU checks here) and 2.x (training on the GPU); scaled_dot_product_
 attention is used where it exists. Dropout on the residual branches is a training-only
@@ -73,11 +75,16 @@ def apply_rope(x, cos, sin):
     return (x32 * cos + rotated * sin).to(x.dtype)
 
 
-def attention(q, k, v):
-    """Full bidirectional attention, q/k/v [B, H, L, D]."""
+def attention(q, k, v, mask=None):
+    """Bidirectional attention, q/k/v [B, H, L, D]; `mask` an optional additive mask
+    broadcastable to [B, H, L, L] (cast to q's dtype)."""
+    if mask is not None:
+        mask = mask.to(q.dtype)
     if hasattr(F, "scaled_dot_product_attention"):
-        return F.scaled_dot_product_attention(q, k, v, is_causal=False)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=False)
     scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores + mask
     return torch.matmul(scores.softmax(dim=-1), v)
 
 
@@ -97,13 +104,13 @@ class LLaDABlock(nn.Module):
         self.ff_out = nn.Linear(f, d, bias=False)   # down
         self.dropout = nn.Dropout(a.dropout)
 
-    def forward(self, h, cos, sin):
+    def forward(self, h, cos, sin, mask=None):
         b, length, d = h.shape
         x = self.attn_norm(h)
         q, k, v = (p(x).view(b, length, self.n_heads, self.head_dim).transpose(1, 2)
                    for p in (self.q_proj, self.k_proj, self.v_proj))
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
-        y = attention(q, k, v).transpose(1, 2).reshape(b, length, d)
+        y = attention(q, k, v, mask).transpose(1, 2).reshape(b, length, d)
         h = h + self.dropout(self.attn_out(y))
         n = self.ff_norm(h)
         return h + self.dropout(self.ff_out(F.silu(self.ff_proj(n)) * self.up_proj(n)))
@@ -121,20 +128,20 @@ class LLaDAModel(nn.Module):
 
 
 class LLaDAModelLM(nn.Module):
-    """ids [B, L] (int64) -> logits [B, L, vocab]."""
+    """ids [B, L] (int64) -> logits [B, L, vocab]; attn_mask: see attention()."""
 
     def __init__(self, args: ModelArgs):
         super().__init__()
         self.args = args
         self.model = LLaDAModel(args)
 
-    def forward(self, ids):
+    def forward(self, ids, attn_mask=None):
         t = self.model.transformer
         cos, sin = rope_cos_sin(ids.shape[1], self.args.head_dim, self.args.rope_theta,
                                 ids.device)
         h = t["wte"](ids)
         for block in t["blocks"]:
-            h = block(h, cos, sin)
+            h = block(h, cos, sin) if attn_mask is None else block(h, cos, sin, attn_mask)
         return t["ff_out"](t["ln_f"](h))
 
     def init_weights(self, seed):
