@@ -14,6 +14,7 @@
 #include "core/json_dump.h"
 #include "cli/bench_generate.h"
 #include "cli/byte_size.h"
+#include "cli/d2f_flags.h"
 #include "cli/list_parse.h"
 #include "core/error.h"
 #include "mosaic/engine.h"
@@ -23,8 +24,7 @@ namespace {
 
 struct BenchGenerateOptions {
   std::string model, adapter, budget, device = "auto", prompt_lengths = "512", caches = "none,dual", json_out;
-  bool d2f = false;
-  D2fOptions d2f_options;
+  D2fFlags d2f;
   int64_t batch = 1, stop_after = 0;
   double threshold = -1;
   GenerationOptions gen;
@@ -55,7 +55,7 @@ int run(BenchGenerateOptions& o) {
   if (o.batch < 1) fail("--batch must be at least 1 (got {})", o.batch);
   if (o.stop_after < 0) fail("--stop-after must be >= 0 (got {})", o.stop_after);
   if (o.threshold >= 0) o.gen.threshold = o.threshold;
-  if (o.d2f) o.gen.d2f = o.d2f_options;
+  o.gen.d2f = o.d2f.resolve();
   EngineOptions options;
   if (!o.adapter.empty()) options.adapter = o.adapter;
   options.device = o.device;
@@ -66,10 +66,10 @@ int run(BenchGenerateOptions& o) {
                                    {"device", info.device},  {"batch", o.batch},
                                    {"gen_length", o.gen.gen_length}, {"steps", o.gen.steps},
                                    {"block_length", o.gen.block_length}, {"stop_after", o.stop_after},
-                                   {"adapter", o.adapter}, {"d2f", o.d2f}};
-  if (o.d2f)
-    report["d2f_thresholds"] = {o.d2f_options.block_add_threshold, o.d2f_options.decoded_token_threshold,
-                                o.d2f_options.skip_threshold};
+                                   {"adapter", o.adapter}, {"d2f", o.gen.d2f.has_value()}};
+  if (o.gen.d2f)
+    report["d2f_thresholds"] = {o.gen.d2f->block_add_threshold, o.gen.d2f->decoded_token_threshold,
+                                o.gen.d2f->skip_threshold};
   nlohmann::ordered_json runs = nlohmann::ordered_json::array();
   if (!o.json) {
     fmt::print("mosaic bench generate: {} ({}, {}), batch {}, {} tokens in {} steps, block {}{}\n", o.model,
@@ -139,10 +139,7 @@ Action register_bench_generate(CLI::App& bench) {
   c->add_option("--block-length", o->gen.block_length, "Semi-autoregressive block")->default_val(32);
   c->add_option("--threshold", o->threshold, "Fast-dLLM threshold rule (default: top-k by the step schedule)");
   c->add_option("--adapter", o->adapter, "PEFT LoRA adapter folder merged at load");
-  c->add_flag("--d2f", o->d2f, "D2F pipelined block decoding (steps does not apply)");
-  c->add_option("--block-add-threshold", o->d2f_options.block_add_threshold, "D2F")->capture_default_str();
-  c->add_option("--decoded-token-threshold", o->d2f_options.decoded_token_threshold, "D2F")->capture_default_str();
-  c->add_option("--skip-threshold", o->d2f_options.skip_threshold, "D2F")->capture_default_str();
+  o->d2f.add_to(c, "D2F pipelined block decoding (steps does not apply)", "D2F: ");
   c->add_option("--stop-after", o->stop_after, "End every generation after this many steps (0: run in full)");
   c->add_option("--budget", o->budget, "Memory for weights + cache + activations, e.g. 24GiB");
   c->add_option("--device", o->device, "auto | cpu | cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));

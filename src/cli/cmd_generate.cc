@@ -16,6 +16,7 @@
 #include "cli/byte_size.h"
 #include "cli/builtin_model.h"
 #include "cli/commands.h"
+#include "cli/d2f_flags.h"
 #include "cli/list_parse.h"
 #include "cli/progress.h"
 #include "core/error.h"
@@ -30,9 +31,9 @@ struct GenerateCliOptions {
   std::string prompt_file, budget, remasking = "low_confidence", alg = "origin", device = "auto", cache = "auto";
   std::string adapter;  // PEFT LoRA folder merged at load
   std::string suffix;  // infilling: text after the generated span (docs/design/infilling.md)
-  bool chat = false, json = false, visual = false, quiet = false, allow_long_context = false, d2f = false;
+  bool chat = false, json = false, visual = false, quiet = false, allow_long_context = false;
   GenerationOptions gen;
-  D2fOptions d2f_options;  // --d2f (docs/design/d2f-decoding.md)
+  D2fFlags d2f;
   std::string seed = "0";
   // Options that are unset unless given (any value given, even a nonsensical one, is passed on
   // for the engine to check and name).
@@ -41,7 +42,6 @@ struct GenerateCliOptions {
   CLI::Option *alg_temp_given = nullptr, *top_p_given = nullptr, *top_k_given = nullptr,
               *threshold_given = nullptr, *factor_given = nullptr, *eot_id_given = nullptr,
               *budget_given = nullptr, *block_length_given = nullptr, *steps_given = nullptr;
-  std::vector<CLI::Option*> d2f_given;  // the D2F thresholds
 };
 
 bool given(const CLI::Option* option) { return option != nullptr && option->count() > 0; }
@@ -123,12 +123,8 @@ int run_generate(GenerateCliOptions& o) {
   if (given(o.top_k_given)) gen.top_k = o.top_k;
   if (given(o.threshold_given)) gen.threshold = o.threshold;
   if (given(o.factor_given)) gen.factor = o.factor;
-  for (const CLI::Option* option : o.d2f_given)
-    if (given(option) && !o.d2f) fail("{} is an option of D2F decoding: add --d2f", option->get_name());
-  if (o.d2f) {
-    gen.d2f = o.d2f_options;
-    if (given(o.steps_given)) gen.d2f->max_steps = gen.steps;  // D2F's steps: the loop's cap
-  }
+  gen.d2f = o.d2f.resolve();
+  if (gen.d2f && given(o.steps_given)) gen.d2f->max_steps = gen.steps;  // D2F's steps: the loop's cap
   // One step per position at most (a step unmasks at least one): the default of 128 shrinks with
   // a shorter generation; a --steps beyond gen_length is refused by name.
   if (!given(o.steps_given)) gen.steps = std::min<int64_t>(gen.steps, gen.gen_length);
@@ -243,18 +239,10 @@ Action register_generate(CLI::App& app) {
   c->add_option("--eps", g.eps, "Dream: final timestep")->default_val(1e-3);
   o->threshold_given = c->add_option("--threshold", o->threshold, "Fast-dLLM: unmask every position this confident");
   o->factor_given = c->add_option("--factor", o->factor, "Fast-dLLM: the factor rule");
-  c->add_flag("--d2f", o->d2f,
-              "D2F pipelined block decoding (a D2F adapter's model; blocks of --block-length, default 32; "
-              "--steps caps its steps, default 10000)");
-  D2fOptions& d = o->d2f_options;
-  o->d2f_given = {
-      c->add_option("--block-add-threshold", d.block_add_threshold, "D2F: add a block once the last is this decoded")
-          ->default_val(d.block_add_threshold),
-      c->add_option("--decoded-token-threshold", d.decoded_token_threshold,
-                    "D2F: fully activate the next block once one is this decoded")
-          ->default_val(d.decoded_token_threshold),
-      c->add_option("--skip-threshold", d.skip_threshold, "D2F: accept tokens more confident than this")
-          ->default_val(d.skip_threshold)};
+  o->d2f.add_to(c,
+                "D2F pipelined block decoding (a D2F adapter's model; blocks of --block-length, default 32; "
+                "--steps caps its steps, default 10000)",
+                "D2F: ");
   c->add_flag("--stop-at-eos", g.stop_at_eos, "Stop once the answer has ended");
   o->eot_id_given = c->add_option("--eot-id", o->eot_id, "End-of-turn token id (default: from the tokenizer)");
   o->budget_given = c->add_option("--budget", o->budget, "Memory for weights + activations, e.g. 8GiB");

@@ -11,6 +11,7 @@
 #include "cli/builtin_model.h"
 #include "cli/byte_size.h"
 #include "cli/commands.h"
+#include "cli/d2f_flags.h"
 #include "core/error.h"
 #include "mosaic/device.h"
 #include "mosaic/engine.h"
@@ -25,9 +26,8 @@ struct ServeCliOptions {
       cache = "auto", allowed_origins, adapter;
   serve::ServeOptions serve;
   int64_t gen_length = 128, steps = 0;
-  bool no_access_log = false, d2f = false;
-  D2fOptions d2f_options;               // serve --d2f: the default decoding of requests
-  std::vector<CLI::Option*> d2f_given;  // its thresholds
+  bool no_access_log = false;
+  D2fFlags d2f;  // serve --d2f: the default decoding of requests
 };
 
 // Every connection is a file descriptor: make sure --max-connections of them can be open, raising
@@ -70,9 +70,7 @@ int run_serve(ServeCliOptions& o) {
                            : o.cache == "dual"   ? CacheMode::dual
                                                  : CacheMode::automatic;
   if (o.steps > 0) s.limits.default_steps = o.steps;
-  for (const CLI::Option* option : o.d2f_given)
-    if (option->count() > 0 && !o.d2f) fail("{} is an option of D2F decoding: add --d2f", option->get_name());
-  if (o.d2f) s.limits.default_d2f = o.d2f_options;
+  s.limits.default_d2f = o.d2f.resolve();
   if (o.gen_length > s.limits.max_gen_length)
     fail("--gen-length {} exceeds --max-gen-length {}", o.gen_length, s.limits.max_gen_length);
   if (s.header_timeout_s > s.request_timeout_s)
@@ -144,16 +142,7 @@ Action register_serve(CLI::App& app) {
                 "KV cache of requests that do not say: auto (block-causal models: their exact block cache; "
                 "else none) | none | prefix | dual")
       ->check(CLI::IsMember({"auto", "none", "prefix", "dual"}));
-  c->add_flag("--d2f", o->d2f, "Decode requests that do not say by D2F (\"d2f\": false opts out)");
-  D2fOptions& d = o->d2f_options;
-  o->d2f_given = {
-      c->add_option("--block-add-threshold", d.block_add_threshold, "D2F default: add a block once the last is this decoded")
-          ->default_val(d.block_add_threshold),
-      c->add_option("--decoded-token-threshold", d.decoded_token_threshold,
-                    "D2F default: fully activate the next block once one is this decoded")
-          ->default_val(d.decoded_token_threshold),
-      c->add_option("--skip-threshold", d.skip_threshold, "D2F default: accept tokens more confident than this")
-          ->default_val(d.skip_threshold)};
+  o->d2f.add_to(c, "Decode requests that do not say by D2F (\"d2f\": false opts out)", "D2F default: ");
   c->add_option("--budget", o->budget, "Memory for weights + activations, e.g. 24GiB (GPU default: 90% of it)");
   c->add_option("--device", o->device, "auto | cpu | cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   c->add_flag("--allow-long-context", s.allow_long_context, "Accept requests beyond the model's trained context");
