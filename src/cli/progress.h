@@ -4,6 +4,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <string>
 
 namespace mosaic::cli {
 
@@ -16,6 +18,9 @@ class Progress {
   void finish();
 
  private:
+  // Redraws the bar at `fraction` (a terminal: at most every 100 ms, and when `done`), or prints a
+  // line per tenth; `text(steps per second)` is the words after the bar.
+  void draw(int64_t step, double fraction, bool done, const std::function<std::string(double)>& text);
   bool enabled_, terminal_, drawn_ = false;
   int64_t last_decile_ = -1;
   std::chrono::steady_clock::time_point start_, last_draw_;
