@@ -22,8 +22,9 @@ enum class DreamAlg : uint8_t { origin, maskgit_plus, topk_margin, entropy };
 enum class CacheMode : uint8_t { automatic, none, prefix, dual, block };
 
 // D2F's pipelined block decoding (docs/design/d2f-decoding.md), with the reference's defaults.
-// Blocks of block_length (0: 32) from the prompt's end, attended block-causally; `steps` does
-// not apply (max_steps caps the loop).
+// Blocks of block_length (0: kD2fDefaultBlockLength, or gen_length if shorter) from the prompt's
+// end, attended block-causally; `steps` does not apply (max_steps caps the loop).
+inline constexpr int64_t kD2fDefaultBlockLength = 32;
 struct D2fOptions {
   double block_add_threshold = 0.5;      // append a block once the last one is this decoded
   double decoded_token_threshold = 0.9;  // fully activate block i + 1 once block i is this decoded

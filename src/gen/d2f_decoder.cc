@@ -100,7 +100,7 @@ void D2fDecoder::accept(const std::vector<int32_t>& tokens, const std::vector<do
       committed_.push_back(candidates[c]);
       committed_confidence_.push_back(static_cast<float>(confidences[c]));
       if (tokens[c] == options_.eos_id) eos_seen_ = true;
-      if (options_.logprobs && stats != nullptr)
+      if (options_.logprobs)
         logprobs_.push_back(token_logprob_from_stats(stats + c * kHeadStatCount, next_.sampling[c], candidates[c],
                                                      prompt_length_));
     }
@@ -130,17 +130,8 @@ void D2fDecoder::commit(const float* stats) {
   end_step();
 }
 
-void D2fDecoder::commit_from_device(std::span<const CommittedRow> rows) {
-  // Never asked for (device_commit_rule is nullopt); a runner that committed anyway gives the
-  // rows' tokens and confidences, and the host applies D2F's rule to them.
-  committed_.clear();
-  committed_confidence_.clear();
-  MOSAIC_ASSERT(rows.size() == next_.candidates.size(), "a device commit has one row per candidate");
-  std::vector<int32_t> tokens;
-  std::vector<double> confidences;
-  for (const CommittedRow& row : rows) tokens.push_back(row.token), confidences.push_back(row.confidence);
-  accept(tokens, confidences, nullptr);
-  end_step();
+void D2fDecoder::commit_from_device(std::span<const CommittedRow>) {
+  MOSAIC_ASSERT(false, "a D2F step has no device rule (device_commit_rule is nullopt): commit() it");
 }
 
 void D2fDecoder::end_step() {

@@ -36,7 +36,7 @@ class D2fDecoder final : public RequestDecoder {
   void commit(const float* stats) override;
   // Blocks differ in their rule (fully or semi-activated) within one step: the host chooses.
   std::optional<CommitRule> device_commit_rule() const override { return std::nullopt; }
-  void commit_from_device(std::span<const CommittedRow> rows) override;
+  void commit_from_device(std::span<const CommittedRow> rows) override;  // never called: no rule
 
   // The state machine, for tests and reports.
   struct Block {
@@ -53,7 +53,8 @@ class D2fDecoder final : public RequestDecoder {
   HeadRowSampling sampling_for(int32_t position) const;
   // The end of the longest run of fully decoded blocks from the prompt on.
   int64_t decoded_prefix_end() const;
-  // Commits, per active block, the candidates its rule accepts (tokens / confidences per candidate).
+  // Commits, per active block, the candidates its rule accepts (tokens / confidences per candidate;
+  // `stats` their rows, for the log-probabilities).
   void accept(const std::vector<int32_t>& tokens, const std::vector<double>& confidences, const float* stats);
   void end_step();  // the bookkeeping after a forward's tokens are written (steps 7-9)
   void finish();    // the end (natural or by the cap): never-created blocks hold EOS

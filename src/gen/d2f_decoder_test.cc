@@ -181,7 +181,9 @@ TEST(D2fDecoder, DreamComputesTheRowBeforeItsFirstCandidate) {
   o.d2f->skip_threshold = 0.5;
   D2fDecoder d = make(o, 4, Family::dream);
   run(d, [](int32_t, int64_t) { return Prediction{5, 0.9}; }, [&](const DecoderStep& step) {
-    if (!step.candidates.empty()) EXPECT_LE(step.begin, step.candidates.front() - 1);
+    if (!step.candidates.empty()) {
+      EXPECT_LE(step.begin, step.candidates.front() - 1);
+    }
   });
   EXPECT_EQ(d.masked(), 0);
 }

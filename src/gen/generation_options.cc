@@ -162,7 +162,7 @@ void check_d2f(const ModelConfig& config, GenerationOptions& o) {
   for (const auto& [name, value] : thresholds)
     if (!(value >= 0 && value <= 1)) fail_option(name, "{} must be in [0, 1], got {}", name, value);
   if (d.max_steps < 1) fail_option("max_steps", "D2F's max_steps must be at least 1, got {}", d.max_steps);
-  if (o.block_length == 0) o.block_length = std::min<int64_t>(32, o.gen_length);
+  if (o.block_length == 0) o.block_length = std::min(kD2fDefaultBlockLength, o.gen_length);
   if (o.block_length < 1) fail_option("block_length", "block_length must be at least 1, got {}", o.block_length);
   if (o.block_length > o.gen_length || o.gen_length % o.block_length != 0)
     fail_option("block_length", "D2F: gen_length {} must be a multiple of block_length {} (its blocks are whole)",

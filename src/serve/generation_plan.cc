@@ -79,7 +79,7 @@ GenerationPlan plan_generation(const Engine& engine, const ApiRequest& request, 
     // Left out: the server's default, at most what the context leaves; a whole number of the
     // blocks asked for when there is room for one.
     options.gen_length = bounded ? std::min(limits.default_gen_length, context - given) : limits.default_gen_length;
-    const int64_t block = options.block_length > 0 ? options.block_length : options.d2f ? 32 : 0;  // D2F's default
+    const int64_t block = options.block_length > 0 ? options.block_length : options.d2f ? kD2fDefaultBlockLength : 0;
     if (block > 0 && options.gen_length >= block) options.gen_length -= options.gen_length % block;
   } else if (bounded && given + options.gen_length > context) {
     bad_request(param_of("gen_length", request), "{} + {} generated = {} tokens exceeds the model's context of {} tokens",
