@@ -359,27 +359,11 @@ def check_expectations(case, results):
     return lines
 
 
-def first_difference(r, got):
-    return cg.first_difference(r, got)
-
-
 def compare(results, got_json, prompts):
     """Report lines of every disagreement (empty when all agree)."""
-    lines = []
-    got = got_json.get("results") if isinstance(got_json, dict) else None
-    if not isinstance(got, list) or len(got) != len(results):
-        return [f"expected {{\"results\": [...]}} with {len(results)} entries, got "
-                f"{json.dumps(got_json)[:300]}"]
-    for i, (r, g) in enumerate(zip(results, got)):
-        who = f"prompt {i} (P={len(prompts[i])})"
-        if g.get("prompt_ids") != r.prompt_ids:
-            lines.append(f"{who}: prompt_ids {g.get('prompt_ids')} != {r.prompt_ids}")
-        out = g.get("output_ids")
-        if not isinstance(out, list) or len(out) != len(r.output_ids):
-            lines.append(f"{who}: output_ids has {len(out) if isinstance(out, list) else out}"
-                         f" entries, expected {len(r.output_ids)}")
-            continue
-        d = first_difference(r, out)
+    lines, rows = cg.matched_results(results, got_json, prompts)
+    for who, r, g, out in rows:
+        d = cg.first_difference(r, out)
         if d:
             lines.append(f"{who}: {d}")
         for key in ("steps", "forwards", "cache", "stopped_at_eos", "tokens_per_step"):

@@ -364,13 +364,15 @@ def eos_filler(r, out, eos_id):
     return 0
 
 
-def compare(results, got_json, prompts, eos_id=None):
-    """Report lines of every disagreement (empty when all agree)."""
-    lines = []
+def matched_results(results, got_json, prompts):
+    """(lines, rows): report lines for a JSON without one result per prompt, a wrong prompt_ids
+    or an output_ids of the wrong length, and (who, reference, got, output_ids) of every result
+    whose output_ids can be compared position by position."""
     got = got_json.get("results") if isinstance(got_json, dict) else None
     if not isinstance(got, list) or len(got) != len(results):
         return [f"expected {{\"results\": [...]}} with {len(results)} entries, got "
-                f"{json.dumps(got_json)[:300]}"]
+                f"{json.dumps(got_json)[:300]}"], []
+    lines, rows = [], []
     for i, (r, g) in enumerate(zip(results, got)):
         who = f"prompt {i} (P={len(prompts[i])})"
         if g.get("prompt_ids") != r.prompt_ids:
@@ -380,6 +382,14 @@ def compare(results, got_json, prompts, eos_id=None):
             lines.append(f"{who}: output_ids has {len(out) if isinstance(out, list) else out}"
                          f" entries, expected {len(r.output_ids)}")
             continue
+        rows.append((who, r, g, out))
+    return lines, rows
+
+
+def compare(results, got_json, prompts, eos_id=None):
+    """Report lines of every disagreement (empty when all agree)."""
+    lines, rows = matched_results(results, got_json, prompts)
+    for who, r, g, out in rows:
         d = first_difference(r, out)
         filled = eos_filler(r, out, eos_id)
         if filled:
