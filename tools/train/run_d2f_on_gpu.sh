@@ -10,16 +10,4 @@
 # clock, counted from Python's start; the final evaluation and export take seconds more.
 # Extra arguments go to train_d2f.py (e.g. --lr 3e-3, --rank 32, --steps N).
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-OUT="${OUT:-tools/train/out}"
-PYTHON="${PYTHON:-python3}"
-DATA=tools/train/data
-if [ ! -f "$DATA/tokens/train.npy" ]; then
-  echo "run_d2f_on_gpu: $DATA/tokens/train.npy is missing: run tools/train/prepare.sh on the" \
-       "Debian machine and carry $DATA" >&2
-  exit 1
-fi
-mkdir -p "$OUT/d2f"
-{ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv || true; } > "$OUT/d2f/gpu.txt" 2>&1
-"$PYTHON" -u tools/train/train_d2f.py --data "$DATA" --out "$OUT/d2f" \
-  --minutes "${MINUTES:-5.0}" "$@" 2>&1 | tee "$OUT/d2f/train.log"
+TRAINER=train_d2f.py PART=d2f MINUTES="${MINUTES:-5.0}" exec "$(dirname "$0")/run_on_gpu.sh" "$@"
