@@ -25,6 +25,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/gemm_bit_check.h"
 #include "backend/cuda/gemm_choice_log.h"
+#include "backend/cuda/small_rows_gemm.h"
 #include "mosaic/error.h"
 
 namespace mosaic::cuda {
@@ -54,6 +55,11 @@ namespace {
 constexpr int kHeuristicCandidates = 16;
 // Row buckets: m rounded up to a power of two, at least this.
 constexpr int64_t kMinBucketRows = 256;
+// The small-rows kernel's first-call timing: alternating rounds, and the fraction of cuBLASLt's
+// time it must beat (both compute the same bits, so the choice changes only speed; measured
+// gaps are 1.5-4x where it wins and it loses by 10-60 % elsewhere: docs/design/small-rows-gemm.md).
+constexpr int kSmallRowsTimedRounds = 3;
+constexpr float kSmallRowsRequiredSpeedup = 0.9f;
 // Per-call plans kept before the cache starts over (each holds three small layouts).
 constexpr size_t kMaxCallPlans = 4096;
 
@@ -139,6 +145,10 @@ struct Gemm::Impl {
   std::map<std::pair<PinKey, int64_t>, cublasLtMatmulAlgo_t> bucket_algorithms;
   std::vector<GemmBucketChoice> bucket_choices;
   std::map<CallKey, CallPlan> plans;
+  // Shapes and row buckets (64, kSmallRowsMaxRows) whose small-rows product was checked: whether
+  // it computed the reference's bits.
+  std::map<std::pair<PinKey, int64_t>, bool> small_rows;
+  bool small_rows_allowed = true;  // MOSAIC_SMALL_ROWS_GEMM=0: never
 
   static cublasLtMatmulDesc_t make_desc(bool bias_epilogue) {
     cublasLtMatmulDesc_t desc = nullptr;
@@ -318,6 +328,8 @@ Gemm::Gemm(uint64_t workspace_bytes) : impl_(std::make_unique<Impl>()) {
   impl_->workspace_bytes = workspace_bytes;
   impl_->plain_desc = Impl::make_desc(false);
   impl_->bias_desc = Impl::make_desc(true);
+  const char* small_rows_setting = std::getenv("MOSAIC_SMALL_ROWS_GEMM");
+  impl_->small_rows_allowed = small_rows_setting == nullptr || std::strcmp(small_rows_setting, "0") != 0;
 }
 
 Gemm::~Gemm() {
@@ -356,10 +368,40 @@ void Gemm::run(const GemmArgs& args, cudaStream_t stream) {
   // cuBLASLt reads C and writes D = A B + C in place (C and D share pointer and layout).
   const Impl::CallPlan& plan = impl_->plan_for(args, desc, bias_epilogue, stream);
   const float alpha = 1.0f, beta = args.accumulate ? 1.0f : 0.0f;
-  MOSAIC_CUBLAS_CHECK(cublasLtMatmul(impl_->handle, desc, &alpha, args.b, plan.layouts.weight.get(),
-                                     args.a, plan.layouts.activation.get(), &beta, args.c,
-                                     plan.layouts.output.get(), args.c, plan.layouts.output.get(),
-                                     &plan.algo, impl_->workspace, impl_->workspace_bytes, stream));
+  const auto matmul = [&] {
+    return cublasLtMatmul(impl_->handle, desc, &alpha, args.b, plan.layouts.weight.get(), args.a,
+                          plan.layouts.activation.get(), &beta, args.c, plan.layouts.output.get(), args.c,
+                          plan.layouts.output.get(), &plan.algo, impl_->workspace, impl_->workspace_bytes, stream);
+  };
+  if (impl_->small_rows_allowed && small_rows_gemm_fits(args) && small_rows_gemm_available()) {
+    const Impl::PinKey pin_key{args.n, args.k, args.c_dtype, bias_epilogue};
+    const int64_t bucket = args.m <= 64 ? 64 : kSmallRowsMaxRows;
+    auto found = impl_->small_rows.find({pin_key, bucket});
+    if (found == impl_->small_rows.end() && bit_check_possible(stream)) {
+      // The plan's algorithm computes the reference's bits (plan_for), so it stands for the reference.
+      GemmBucketChoice choice;
+      std::tie(choice.n, choice.k, choice.c_dtype, choice.bias) = pin_key;
+      choice.bucket = bucket, choice.own_choice_differs = true, choice.small_rows_kernel = true;
+      const RunComparison comparison = compare_runs(
+          args, stream, [&] { return matmul() == CUBLAS_STATUS_SUCCESS; },
+          [&] {
+            small_rows_gemm(args, stream);
+            return true;
+          },
+          kSmallRowsTimedRounds);
+      choice.same_bits = comparison.same_bits;
+      choice.reference_ms = comparison.reference_ms, choice.candidate_ms = comparison.candidate_ms;
+      choice.faster = choice.same_bits && comparison.candidate_ms < kSmallRowsRequiredSpeedup * comparison.reference_ms;
+      log_bucket_choice(choice);
+      impl_->bucket_choices.push_back(choice);
+      found = impl_->small_rows.emplace(std::pair{pin_key, bucket}, choice.uses_own_choice()).first;
+    }
+    if (found != impl_->small_rows.end() && found->second) {
+      small_rows_gemm(args, stream);
+      return;
+    }
+  }
+  MOSAIC_CUBLAS_CHECK(matmul());
   if (args.bias != nullptr && !bias_epilogue) {
     constexpr int kThreads = 256;
     const int blocks =

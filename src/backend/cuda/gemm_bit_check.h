@@ -1,5 +1,5 @@
-// Does another cuBLASLt algorithm compute the same bits as a shape's reference algorithm on one
-// call? (docs/design/gemm-algorithms.md.)
+// Does another cuBLASLt algorithm, or another kernel, compute the same bits as a shape's reference
+// algorithm on one call? (docs/design/gemm-algorithms.md, docs/design/small-rows-gemm.md.)
 //
 // Both run on the call's own operands, into the call's own C, and the two outputs' hashes are
 // compared. A product that accumulates into C (the residual add) has C copied to host memory
@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <functional>
 
 #include "backend/cuda/gemm.h"
 
@@ -36,5 +37,18 @@ bool bit_check_possible(cudaStream_t stream);
 // call found it when the call accumulates, otherwise holding the (reference's) product.
 bool same_bits_on_call(const BitCheckCall& call, const cublasLtMatmulAlgo_t& reference,
                        const cublasLtMatmulAlgo_t& candidate);
+
+// The same for any two ways of computing the call's product: each runs it into args.c on `stream`
+// (false: it could not run), from C as the call found it. The candidate runs first. With
+// `timed_rounds` > 0 and the same bits, both are then timed (that many alternating rounds of
+// three runs each, the fastest round of each kept; C is restored afterwards when the call
+// accumulates): two ways with the same bits may differ in speed by shape, and which is faster
+// does not change a step's outputs.
+struct RunComparison {
+  bool same_bits = false;
+  float reference_ms = 0, candidate_ms = 0;  // per run, when timed
+};
+RunComparison compare_runs(const GemmArgs& args, cudaStream_t stream, const std::function<bool()>& reference,
+                           const std::function<bool()>& candidate, int timed_rounds = 0);
 
 }  // namespace mosaic::cuda
