@@ -38,6 +38,10 @@ struct PlanRequest {
   // "best" (the lower of greedy-by-area and greedy-by-size), "greedy-by-area", "greedy-by-size",
   // "first-fit"
   std::string planner = "best";
+  // A PEFT LoRA adapter folder the engine would merge at load (docs/design/lora-adapters.md), or
+  // empty. It is bound to the model's projections as the engine binds it (a mismatch is the
+  // engine's error); on the CPU its merged fp32 projections replace the base tensors in the weights.
+  std::string adapter;
 };
 
 struct PlanCategoryBytes {
@@ -56,6 +60,11 @@ struct PlanReport {
   int64_t layers = 0, hidden = 0, vocab = 0;
   uint64_t weight_bytes = 0;       // at the checkpoint's dtype (bf16 for the presets)
   std::string weight_dtype;
+  // With PlanRequest::adapter: the projections it changes, its rank, and what merging adds to
+  // weight_bytes (fp32 copies on the CPU; 0 on CUDA, which holds the merged weights in bf16).
+  std::string adapter;
+  int64_t adapter_projections = 0, adapter_rank = 0;
+  uint64_t adapter_merged_extra_bytes = 0;
   int64_t tokens = 0, candidates = 0, sequences = 0;
   uint64_t activation_peak = 0;    // planned arena bytes
   // A cached step's KV cache: the pages of its sequences (resident, beside the arena) and the

@@ -9,6 +9,8 @@
 #include "core/format_bytes.h"
 #include "exec/step_runner.h"
 #include "graph/step_graph.h"
+#include "model/lora_adapter.h"
+#include "model/lora_merge.h"
 #include "model/test_model.h"
 #include "model/weight_names.h"
 #include "plan/step_planner.h"
@@ -43,6 +45,8 @@ struct Setup {
   uint64_t cache_granule = 1;    // the unit each of the cache's 2 x layers regions maps
   DType weight_dtype = DType::bf16;
   uint64_t weight_bytes = 0;
+  int64_t adapter_projections = 0, adapter_rank = 0;
+  uint64_t adapter_extra_bytes = 0;
 };
 
 Setup setup_for(const PlanRequest& request) {
@@ -81,6 +85,22 @@ Setup setup_for(const PlanRequest& request) {
     uint64_t bytes = dtype_size(s.weight_dtype);
     for (int64_t extent : spec.shape) bytes *= static_cast<uint64_t>(extent);
     s.weight_bytes += bytes;
+  }
+  if (!request.adapter.empty()) {
+    const std::vector<WeightSpec> specs = family_weight_specs(s.config);
+    const LoraAdapter adapter = LoraAdapter::open(request.adapter);
+    const std::vector<LoraTarget> targets =
+        bind_lora(adapter, specs, family_name(s.config.family), s.config.tied_embeddings);
+    s.adapter_projections = static_cast<int64_t>(targets.size());
+    s.adapter_rank = adapter.config().rank;
+    if (request.device == "cpu") {  // each merged projection: an fp32 copy instead of the base tensor
+      for (const LoraTarget& target : targets) {
+        uint64_t elements = 1;
+        for (int64_t extent : target.base->shape) elements *= static_cast<uint64_t>(extent);
+        s.adapter_extra_bytes += elements * (sizeof(float) - dtype_size(s.weight_dtype));
+      }
+      s.weight_bytes += s.adapter_extra_bytes;
+    }
   }
   return s;
 }
@@ -139,6 +159,9 @@ PlanReport report_for(const PlanRequest& request, const Setup& s, const PlannedS
   report.layers = s.config.layers, report.hidden = s.config.hidden, report.vocab = s.config.vocab;
   report.weight_dtype = std::string(dtype_name(s.weight_dtype));
   report.weight_bytes = s.weight_bytes;
+  report.adapter = request.adapter;
+  report.adapter_projections = s.adapter_projections, report.adapter_rank = s.adapter_rank;
+  report.adapter_merged_extra_bytes = s.adapter_extra_bytes;
   report.workspace_bytes = s.workspace;
   report.granule = s.granule;
   report.tokens = graph.tokens, report.candidates = graph.candidates;

@@ -14,6 +14,12 @@ nlohmann::ordered_json report_document(const PlanReport& r, bool with_timeline) 
   j["family"] = r.family;
   j["weight_bytes"] = r.weight_bytes;
   j["weight_dtype"] = r.weight_dtype;
+  if (!r.adapter.empty()) {
+    j["adapter"] = {{"path", r.adapter},
+                    {"projections", r.adapter_projections},
+                    {"rank", r.adapter_rank},
+                    {"merged_extra_bytes", r.adapter_merged_extra_bytes}};
+  }
   j["sequences"] = r.sequences;
   j["tokens"] = r.tokens;
   j["candidates"] = r.candidates;

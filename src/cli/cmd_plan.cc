@@ -113,6 +113,13 @@ void print_report(const PlanOptions& o, const PlanReport& r) {
   fmt::print("model            {} ({}, {} layers, hidden {}, vocab {})\n", r.model, r.family, r.layers,
              r.hidden, r.vocab);
   fmt::print("weights          {} ({})\n", gib(r.weight_bytes), r.weight_dtype);
+  if (!r.adapter.empty()) {
+    fmt::print("adapter          {}: rank {} on {} projections, merged at load ({})\n", r.adapter, r.adapter_rank,
+               r.adapter_projections,
+               r.adapter_merged_extra_bytes > 0
+                   ? fmt::format("+{} of fp32 copies in the weights", gib(r.adapter_merged_extra_bytes))
+                   : std::string("no device bytes added"));
+  }
   fmt::print("step             {} sequence{}, {} tokens, {} candidate rows; {} activations, {} head, "
              "chunks qkv={} attention={} ffn={} head={}{}\n",
              r.sequences, r.sequences == 1 ? "" : "s", r.tokens, r.candidates,
@@ -178,6 +185,8 @@ Action register_plan(CLI::App& app) {
       ->default_val("best");
   command->add_flag("--json", o->json, "Print JSON");
   command->add_option("--svg", o->svg, "Write the memory timeline as an SVG picture");
+  command->add_option("--adapter", o->request.adapter,
+                      "PEFT LoRA adapter folder merged at load: checked against the model, its fp32 copies counted on the CPU");
   return [o] { return run_plan(*o); };
 }
 

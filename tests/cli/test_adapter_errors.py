@@ -61,9 +61,39 @@ class AdapterErrors(unittest.TestCase):
         for args in (["forward", "--model", self.model, "--ids", "1,1000", "--adapter", self.adapter],
                      ["generate", "--model", self.model, "--ids", "1,2", "--gen-length", "2", "--steps", "1",
                       "--quiet", "--adapter", self.adapter],
-                     ["serve", "--model", self.model, "--device", "cpu", "--port", "0", "--adapter", self.adapter]):
+                     ["serve", "--model", self.model, "--device", "cpu", "--port", "0", "--adapter", self.adapter],
+                     ["plan", "--model", self.model, "--seq-len", "64", "--device", "cpu", "--adapter", self.adapter]):
             status, _, err = run(*args)
             harness.assert_error(self, status, err, *fragments, what=f"{args[0]}: ")
+
+    def test_plan_counts_the_merged_copies(self):
+        # A bf16 base: on the CPU each merged projection (q and attn_out, 64 x 64, one layer) is an
+        # fp32 copy instead of the bf16 tensor, 2 more bytes an element; CUDA holds bf16: nothing.
+        base = os.path.join(self.tmp, "bf16-model")
+        code, _, err = run("make-test-model", "--family", "llada", "--layers", "1", "--hidden", "64",
+                           "--heads", "2", "--ffn", "96", "--vocab", "1024", "--seed", "3", "--quiet",
+                           "--dtype", "bf16", "--out", base)
+        self.assertEqual(code, 0, err)
+        adapter = os.path.join(self.tmp, "bf16-adapter")
+        make_lora_adapter.write_adapter(base, adapter, 4, 8, ["q_proj", "attn_out"], seed=2)
+        plans = {}
+        for device in ("cpu", "cuda"):
+            for with_adapter in (False, True):
+                args = ["plan", "--model", base, "--seq-len", "64", "--device", device, "--json"]
+                status, out, err = run(*(args + (["--adapter", adapter] if with_adapter else [])))
+                self.assertEqual(status, 0, err)
+                plans[device, with_adapter] = json.loads(out)
+        extra = 2 * 64 * 64 * 2
+        self.assertEqual(plans["cpu", True]["weight_bytes"], plans["cpu", False]["weight_bytes"] + extra)
+        self.assertEqual(plans["cuda", True]["weight_bytes"], plans["cuda", False]["weight_bytes"])
+        self.assertEqual(plans["cpu", True]["adapter"],
+                         {"path": adapter, "projections": 2, "rank": 4, "merged_extra_bytes": extra})
+        self.assertEqual(plans["cuda", True]["adapter"]["merged_extra_bytes"], 0)
+        self.assertNotIn("adapter", plans["cpu", False])
+        status, out, err = run("plan", "--model", base, "--seq-len", "64", "--device", "cpu", "--adapter", adapter)
+        self.assertEqual(status, 0, err)
+        self.assertIn("adapter", out)
+        self.assertIn("rank 4 on 2 projections", out)
 
     def test_good_adapter_is_merged(self):
         status, out, err = run("forward", "--model", self.model, "--ids", "1,1000", "--json",
