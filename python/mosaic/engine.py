@@ -149,14 +149,14 @@ class Engine:
         engine's device and budget unless given. Shape options as mosaic.plan(): prompt_len,
         masked, batch, chunks, dtype, head, planner, temperature, timeline."""
         return plan(self.model_dir, seq_len, budget=self.budget if budget is None else budget,
-                    device=device or self.device, **shape)
+                    device=device or self.device, adapter=self.adapter, **shape)
 
     def find_lmax(self, budget=None, *, device=None, **options):
         """The longest sequence one step of this model fits in `budget` (default: the engine's)."""
         budget = self.budget if budget is None else budget
         if budget is None:
             raise ValueError("find_lmax needs a budget (this engine was opened without one)")
-        return find_lmax(self.model_dir, budget, device=device or self.device, **options)
+        return find_lmax(self.model_dir, budget, device=device or self.device, adapter=self.adapter, **options)
 
     def _require_tokenizer(self, advice="use token ids"):
         if not self.has_tokenizer:

@@ -14,7 +14,8 @@ _CHUNK_GROUPS = ("qkv", "attention", "ffn", "head")
 
 
 def plan(model, seq_len=None, *, prompt_len=None, masked=None, batch=None, budget=None, chunks=None,
-         device="cuda", dtype=None, head="stats", planner="best", temperature=0.0, timeline=False):
+         device="cuda", dtype=None, head="stats", planner="best", temperature=0.0, timeline=False,
+         adapter=None):
     """Plans one step of `model` (a preset, "llada-8b" / "dream-7b", or a model folder).
 
     The shape: `seq_len` tokens, or `batch`, a list of sequence lengths; each sequence has
@@ -23,6 +24,8 @@ def plan(model, seq_len=None, *, prompt_len=None, masked=None, batch=None, budge
     otherwise `chunks` sets them ({"qkv":, "attention":, "ffn":, "head":} or four ints).
     `device`: "cuda" (bf16, 2 MiB pages, 64 MiB workspace) or "cpu" (fp32); `dtype` overrides
     the activation dtype. timeline=True adds "categories", "op_names" and "timeline".
+    `adapter`: a PEFT LoRA folder merged at load, checked against the model as the engine checks
+    it; on the CPU its merged fp32 copies count in "weight_bytes" ("adapter" in the report).
     """
     if budget is not None and chunks is not None:
         raise ValueError("budget chooses the chunks itself: give budget or chunks, not both")
@@ -39,19 +42,28 @@ def plan(model, seq_len=None, *, prompt_len=None, masked=None, batch=None, budge
         model=_model_name(model), lengths=lengths, candidates=candidates, device=_str(device, "device"),
         activations=_str(dtype or "", "dtype"), head=_str(head, "head"), chunks=_chunk_counts(chunks),
         budget=None if budget is None else parse_byte_size(budget), temperature=_number(temperature, "temperature"),
-        planner=_str(planner, "planner"), timeline=bool(timeline))
+        planner=_str(planner, "planner"), timeline=bool(timeline), adapter=_adapter(adapter))
     return json.loads(report)
 
 
 def find_lmax(model, budget, *, temperature=0.0, device="cuda", dtype=None, head="stats", planner="best",
-              timeline=False):
+              timeline=False, adapter=None):
     """The longest L (a multiple of 1024; prompt L/2, the other L/2 masked) whose step fits
     `budget` (bytes or "24GiB"): {"l_max":, "at_l_max": the plan there, ...}."""
     report = _mosaic.find_lmax_json(
         model=_model_name(model), device=_str(device, "device"), activations=_str(dtype or "", "dtype"),
         head=_str(head, "head"), budget=parse_byte_size(budget), temperature=_number(temperature, "temperature"),
-        planner=_str(planner, "planner"), timeline=bool(timeline))
+        planner=_str(planner, "planner"), timeline=bool(timeline), adapter=_adapter(adapter))
     return json.loads(report)
+
+
+def _adapter(adapter):
+    if adapter is None:
+        return ""
+    path = os.fspath(adapter) if isinstance(adapter, os.PathLike) else adapter
+    if not isinstance(path, str) or not path:
+        raise TypeError(f"adapter must be a folder path (str or os.PathLike), got {type(adapter).__name__}")
+    return path
 
 
 def _model_name(model):

@@ -16,7 +16,7 @@ namespace {
 
 PlanRequest make_request(std::string model, std::string device, std::string activations,
                          std::string head, std::optional<uint64_t> budget, double temperature,
-                         std::string planner) {
+                         std::string planner, std::string adapter) {
   PlanRequest request;
   request.model = std::move(model);
   request.device = std::move(device);
@@ -25,15 +25,16 @@ PlanRequest make_request(std::string model, std::string device, std::string acti
   request.budget = budget;
   request.temperature = temperature;
   request.planner = std::move(planner);
+  request.adapter = std::move(adapter);
   return request;
 }
 
 std::string plan_json(std::string model, std::vector<int64_t> lengths, std::vector<int64_t> candidates,
                       std::string device, std::string activations, std::string head,
                       std::array<int64_t, 4> chunks, std::optional<uint64_t> budget,
-                      double temperature, std::string planner, bool timeline) {
+                      double temperature, std::string planner, bool timeline, std::string adapter) {
   PlanRequest request = make_request(std::move(model), std::move(device), std::move(activations),
-                                     std::move(head), budget, temperature, std::move(planner));
+                                     std::move(head), budget, temperature, std::move(planner), std::move(adapter));
   request.lengths = std::move(lengths);
   request.candidates = std::move(candidates);
   request.qkv_chunks = chunks[0], request.attention_chunks = chunks[1];
@@ -44,9 +45,10 @@ std::string plan_json(std::string model, std::vector<int64_t> lengths, std::vect
 
 std::string find_lmax_json(std::string model, std::string device, std::string activations,
                            std::string head, uint64_t budget, double temperature, std::string planner,
-                           bool timeline) {
+                           bool timeline, std::string adapter) {
   const PlanRequest request = make_request(std::move(model), std::move(device), std::move(activations),
-                                           std::move(head), budget, temperature, std::move(planner));
+                                           std::move(head), budget, temperature, std::move(planner),
+                                           std::move(adapter));
   py::gil_scoped_release release;
   return lmax_report_json(find_lmax(request), request, timeline);
 }
@@ -57,10 +59,10 @@ void bind_plan(py::module_& m) {
   m.def("plan_json", &plan_json, py::kw_only(), py::arg("model"), py::arg("lengths"),
         py::arg("candidates"), py::arg("device"), py::arg("activations"), py::arg("head"),
         py::arg("chunks"), py::arg("budget"), py::arg("temperature"), py::arg("planner"),
-        py::arg("timeline"));
+        py::arg("timeline"), py::arg("adapter") = "");
   m.def("find_lmax_json", &find_lmax_json, py::kw_only(), py::arg("model"), py::arg("device"),
         py::arg("activations"), py::arg("head"), py::arg("budget"), py::arg("temperature"),
-        py::arg("planner"), py::arg("timeline"));
+        py::arg("planner"), py::arg("timeline"), py::arg("adapter") = "");
 }
 
 }  // namespace mosaic::python

@@ -40,3 +40,21 @@ def test_adapter_errors(models, adapter, tmp_path):
         mosaic.Engine(models["dream"], device="cpu", adapter=3)
     with pytest.raises(mosaic.Error, match="names no projection of this llada checkpoint"):
         mosaic.Engine(models["llada"], device="cpu", adapter=adapter)
+
+
+def test_plan_counts_what_the_engine_loads(models, engines, adapter):
+    # The planner's weight bytes against what the loaded engines report: the base alone, and with
+    # the adapter's merged fp32 copies on the CPU.
+    base = mosaic.plan(models["dream"], 64, device="cpu")
+    adapted = mosaic.plan(models["dream"], 64, device="cpu", adapter=adapter)
+    engine = mosaic.Engine(models["dream"], device="cpu", adapter=adapter)
+    assert base["weight_bytes"] == engines["dream"].info["weight_bytes"]
+    assert adapted["weight_bytes"] == engine.info["weight_bytes"]
+    assert adapted["adapter"]["projections"] == 3 and adapted["adapter"]["rank"] == 4
+    assert "adapter" not in base
+    assert engine.plan(64)["weight_bytes"] == engine.info["weight_bytes"]
+    assert mosaic.plan(models["dream"], 64, device="cuda", adapter=adapter)["adapter"]["merged_extra_bytes"] == 0
+    with pytest.raises(mosaic.Error, match="names no projection of this llada checkpoint"):
+        mosaic.plan(models["llada"], 64, device="cpu", adapter=adapter)
+    with pytest.raises(TypeError):
+        mosaic.plan(models["dream"], 64, device="cpu", adapter=3)
