@@ -145,9 +145,10 @@ struct Gemm::Impl {
   std::map<std::pair<PinKey, int64_t>, cublasLtMatmulAlgo_t> bucket_algorithms;
   std::vector<GemmBucketChoice> bucket_choices;
   std::map<CallKey, CallPlan> plans;
-  // Shapes and row buckets (64, kSmallRowsMaxRows) whose small-rows product was checked: whether
-  // it computed the reference's bits.
-  std::map<std::pair<PinKey, int64_t>, bool> small_rows;
+  // Shapes, forms (plain or += C: the kernel's epilogues differ, unlike one cuBLASLt algorithm's
+  // beta) and row buckets (64, kSmallRowsMaxRows) whose small-rows product was checked: whether it
+  // is used (the reference's bits, and faster).
+  std::map<std::tuple<PinKey, bool, int64_t>, bool> small_rows;
   bool small_rows_allowed = true;  // MOSAIC_SMALL_ROWS_GEMM=0: never
 
   static cublasLtMatmulDesc_t make_desc(bool bias_epilogue) {
@@ -376,12 +377,14 @@ void Gemm::run(const GemmArgs& args, cudaStream_t stream) {
   if (impl_->small_rows_allowed && small_rows_gemm_fits(args) && small_rows_gemm_available()) {
     const Impl::PinKey pin_key{args.n, args.k, args.c_dtype, bias_epilogue};
     const int64_t bucket = args.m <= 64 ? 64 : kSmallRowsMaxRows;
-    auto found = impl_->small_rows.find({pin_key, bucket});
+    const std::tuple<Impl::PinKey, bool, int64_t> small_rows_key{pin_key, args.accumulate, bucket};
+    auto found = impl_->small_rows.find(small_rows_key);
     if (found == impl_->small_rows.end() && bit_check_possible(stream)) {
       // The plan's algorithm computes the reference's bits (plan_for), so it stands for the reference.
       GemmBucketChoice choice;
       std::tie(choice.n, choice.k, choice.c_dtype, choice.bias) = pin_key;
       choice.bucket = bucket, choice.own_choice_differs = true, choice.small_rows_kernel = true;
+      choice.accumulate = args.accumulate;
       const RunComparison comparison = compare_runs(
           args, stream, [&] { return matmul() == CUBLAS_STATUS_SUCCESS; },
           [&] {
@@ -394,7 +397,7 @@ void Gemm::run(const GemmArgs& args, cudaStream_t stream) {
       choice.faster = choice.same_bits && comparison.candidate_ms < kSmallRowsRequiredSpeedup * comparison.reference_ms;
       log_bucket_choice(choice);
       impl_->bucket_choices.push_back(choice);
-      found = impl_->small_rows.emplace(std::pair{pin_key, bucket}, choice.uses_own_choice()).first;
+      found = impl_->small_rows.emplace(small_rows_key, choice.uses_own_choice()).first;
     }
     if (found != impl_->small_rows.end() && found->second) {
       small_rows_gemm(args, stream);

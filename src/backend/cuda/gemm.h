@@ -12,7 +12,8 @@
 // when that choice computed the reference's bits on the bucket's first call (gemm_bit_check.h),
 // else the reference (docs/design/gemm-algorithms.md). A bf16 product of at most kSmallRowsMaxRows
 // rows runs the small-rows kernel (small_rows_gemm.h) when, on the shape's first such call, it
-// computed the reference's bits and ran faster than cuBLASLt (docs/design/small-rows-gemm.md);
+// computed the reference's bits and ran faster than cuBLASLt (docs/design/small-rows-gemm.md),
+// decided apart for the plain and the accumulating form (their epilogues are its own code);
 // MOSAIC_SMALL_ROWS_GEMM=0 turns it off.
 // A Gemm serves one host thread and one stream at a time: its calls share one workspace.
 #pragma once
@@ -49,6 +50,7 @@ struct GemmBucketChoice {
   bool own_choice_differs = false;  // cuBLASLt's first choice for the bucket is not the reference
   bool same_bits = false;           // and it computed the reference's bits on the first call
   bool small_rows_kernel = false;   // the candidate was the small-rows kernel, not cuBLASLt's
+  bool accumulate = false;          // small-rows: the += C form, decided apart from the plain one
   float reference_ms = 0, candidate_ms = 0;  // the small-rows kernel's timing, when same_bits
   bool faster = false;                       // the small-rows kernel ran faster: it is used
   bool uses_own_choice() const { return own_choice_differs && same_bits && (!small_rows_kernel || faster); }

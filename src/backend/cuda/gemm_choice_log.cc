@@ -8,11 +8,11 @@ namespace mosaic::cuda {
 void log_bucket_choice(const GemmBucketChoice& choice) {
   if (choice.small_rows_kernel) {
     if (!choice.same_bits) {
-      log(LogLevel::info, "gemm: n={} k={} bf16{}, rows up to {}: cuBLASLt (the small-rows kernel computes other bits)",
-          choice.n, choice.k, choice.bias ? " bias" : "", choice.bucket);
+      log(LogLevel::info, "gemm: n={} k={} bf16{}{}, rows up to {}: cuBLASLt (the small-rows kernel computes other bits)",
+          choice.n, choice.k, choice.bias ? " bias" : "", choice.accumulate ? " +=" : "", choice.bucket);
     } else {
-      log(LogLevel::info, "gemm: n={} k={} bf16{}, rows up to {}: {} (the same bits; small-rows {:.4f} ms, cuBLASLt {:.4f} ms)",
-          choice.n, choice.k, choice.bias ? " bias" : "", choice.bucket,
+      log(LogLevel::info, "gemm: n={} k={} bf16{}{}, rows up to {}: {} (the same bits; small-rows {:.4f} ms, cuBLASLt {:.4f} ms)",
+          choice.n, choice.k, choice.bias ? " bias" : "", choice.accumulate ? " +=" : "", choice.bucket,
           choice.faster ? "the small-rows kernel" : "cuBLASLt", choice.candidate_ms, choice.reference_ms);
     }
     return;

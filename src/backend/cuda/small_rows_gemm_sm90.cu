@@ -51,6 +51,16 @@ constexpr int kTwoCtaStageBytes = 90 * 1024;
 constexpr int kTailBytes = 16 * 1024;
 constexpr int kBarrierBytes = 1024;  // 2 kMaxStages mbarriers, rounded to the 1024-byte alignment
 
+// A's boxes: 64, 32, 16 and 8 rows.
+__host__ __device__ constexpr int box_rows(int size) { return 64 >> size; }
+// A's rows in a stage: m rounded up to whole 8-row swizzle atoms.
+__host__ __device__ constexpr int a_rows_of(int64_t m) { return static_cast<int>((m + 7) / 8 * 8); }
+// Whether the stage's boxes (64-row ones while 64 rows remain, then one each of 32, 16, 8: the
+// binary digits of the rest) include one of `size`: the host encodes only those maps.
+__host__ __device__ constexpr bool box_used(int a_rows, int size) {
+  return size == 0 ? a_rows >= 64 : ((a_rows % 64) & box_rows(size)) != 0;
+}
+
 // A stage holds A's rows rounded up to 8 (whole 1024-byte swizzle atoms) and the strip's weight
 // tile; as many stages as the budget holds, so that the fewer the rows, the more weight bytes
 // are in flight (a strip's bandwidth is its bytes in flight over the memory latency).
@@ -62,7 +72,7 @@ struct Stages {
 
 Stages stages_for(int64_t m, int strip, bool one_cta_per_sm) {
   Stages s;
-  s.a_bytes = static_cast<uint32_t>((m + 7) / 8 * 8 * 128);
+  s.a_bytes = static_cast<uint32_t>(a_rows_of(m) * 128);
   s.stage_bytes = s.a_bytes + static_cast<uint32_t>(strip) * kBlockK * 2;
   const int budget = one_cta_per_sm ? kOneCtaStageBytes : kTwoCtaStageBytes;
   s.count = std::max(2, std::min<int>(kMaxStages, budget / static_cast<int>(s.stage_bytes)));
@@ -82,7 +92,6 @@ __device__ __forceinline__ void wgmma_strip(float (&d)[kStrip / 2], uint64_t a, 
 // Maps of A in boxes of 64, 32, 16 and 8 rows (box_rows): a stage loads the rows of A, rounded up
 // to a multiple of 8, in the fewest boxes (TMA's cost grows with the boxes issued and with the rows
 // it fills past the tensor's end).
-__host__ __device__ constexpr int box_rows(int size) { return 64 >> size; }
 struct AMaps {
   CUtensorMap box[4];
 };
@@ -111,7 +120,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   // A arrives in boxes of whole 1024-byte swizzle atoms (8 rows) covering m: rows past m in the last
   // box read as zeros, later rows of the tile are never written and feed only accumulator rows that
   // are not stored (a row's products depend on its own A row alone).
-  const int a_rows = (m + 7) / 8 * 8;
+  const int a_rows = a_rows_of(m);
   if (warp == 4) {  // the producer
     if (lane == 0) {
       int s = 0;
@@ -202,9 +211,11 @@ void launch(const GemmArgs& args, cudaStream_t stream) {
   raise_shared_limit(reinterpret_cast<const void*>(kernel), 1024 + kBarrierBytes + kOneCtaStageBytes + kTailBytes,
                      configured);
   const Stages stages = stages_for(args.m, kStrip, args.n / kStrip <= device_sm_count());
-  AMaps a_maps;
-  for (int size = 0; size < 4; ++size)
-    a_maps.box[size] = bf16_row_major_map(args.a, args.k, args.m, args.lda, kBlockK, box_rows(size));
+  AMaps a_maps{};  // only the box sizes the stages load: each encoding is host work on every call
+  for (int size = 0; size < 4; ++size) {
+    if (box_used(a_rows_of(args.m), size))
+      a_maps.box[size] = bf16_row_major_map(args.a, args.k, args.m, args.lda, kBlockK, box_rows(size));
+  }
   const CUtensorMap b_map = bf16_row_major_map(args.b, args.k, args.n, args.ldb, kBlockK, kStrip);
   const unsigned strips = static_cast<unsigned>(args.n / kStrip);
   kernel<<<strips, kThreads, stages.shared_bytes(), stream>>>(
@@ -251,10 +262,7 @@ int small_rows_gemm_strip(int64_t n, int sm_count) {
   for (const int strip : {128, 64, 32}) {
     if (n % strip == 0 && n / strip >= sm_count) return strip;
   }
-  for (const int strip : {32, 16}) {
-    if (n % strip == 0) return strip;
-  }
-  return 16;
+  return n % 32 == 0 ? 32 : 16;  // small_rows_gemm_fits: n is a multiple of 16
 }
 
 void small_rows_gemm(const GemmArgs& args, cudaStream_t stream, int strip) {
