@@ -81,13 +81,13 @@ Setup setup_for(const PlanRequest& request) {
   if (!(request.temperature >= 0)) fail("temperature must be >= 0, got {}", request.temperature);
   if (s.config.torch_dtype == "float32") s.weight_dtype = DType::f32;
   else if (s.config.torch_dtype == "float16") s.weight_dtype = DType::f16;
-  for (const WeightSpec& spec : family_weight_specs(s.config)) {
+  const std::vector<WeightSpec> specs = family_weight_specs(s.config);
+  for (const WeightSpec& spec : specs) {
     uint64_t bytes = dtype_size(s.weight_dtype);
     for (int64_t extent : spec.shape) bytes *= static_cast<uint64_t>(extent);
     s.weight_bytes += bytes;
   }
   if (!request.adapter.empty()) {
-    const std::vector<WeightSpec> specs = family_weight_specs(s.config);
     const LoraAdapter adapter = LoraAdapter::open(request.adapter);
     const std::vector<LoraTarget> targets =
         bind_lora(adapter, specs, family_name(s.config.family), s.config.tied_embeddings);
