@@ -8,6 +8,7 @@ import os
 
 from mosaic import _mosaic
 from mosaic.byte_size import parse_byte_size
+from mosaic.model_files import check_adapter_folder
 
 PRESETS = ("llada-8b", "dream-7b")
 _CHUNK_GROUPS = ("qkv", "attention", "ffn", "head")
@@ -58,12 +59,7 @@ def find_lmax(model, budget, *, temperature=0.0, device="cuda", dtype=None, head
 
 
 def _adapter(adapter):
-    if adapter is None:
-        return ""
-    path = os.fspath(adapter) if isinstance(adapter, os.PathLike) else adapter
-    if not isinstance(path, str) or not path:
-        raise TypeError(f"adapter must be a folder path (str or os.PathLike), got {type(adapter).__name__}")
-    return path
+    return "" if adapter is None else check_adapter_folder(adapter)
 
 
 def _model_name(model):
