@@ -42,7 +42,7 @@ __global__ void reference_kernel(const __nv_bfloat16* q, const __nv_bfloat16* k,
     for (int c = 0; c < d; ++c) dot += __bfloat162float(qr[c]) * __bfloat162float(kr[c]);
     max_score = fmaxf(max_score, dot * scale);
   }
-  float sum = 0, acc[128] = {};
+  float sum = 0, acc[256] = {};
   for (int64_t j = 0; j < rows; ++j) {
     const __nv_bfloat16* kr = k + (j * kv_heads + kv_head) * d;
     const __nv_bfloat16* vr = v + (j * kv_heads + kv_head) * d;
@@ -75,7 +75,14 @@ float time_ws(const AttentionArgs& args, int repeats) {
 template <int kHeadDim, int kMinBlocks>
 float time_kernel(const AttentionArgs& args, int repeats) {
   const KernelArgs kernel_args = kernel_args_of(args);
-  return time_ms([&] { launch<kHeadDim, kMinBlocks>(args, kernel_args, nullptr); }, repeats);
+  return time_ms([&] { launch<kHeadDim, false, kMinBlocks>(args, kernel_args, nullptr); }, repeats);
+}
+
+// The portable kernel of tile width kHeadDim with element-wise tile copies (any head_dim <= kHeadDim).
+template <int kHeadDim>
+float time_elements(const AttentionArgs& args, int repeats) {
+  const KernelArgs kernel_args = kernel_args_of(args);
+  return time_ms([&] { launch<kHeadDim, true>(args, kernel_args, nullptr); }, repeats);
 }
 
 // Whatever attention() runs for `kernel`.
@@ -111,7 +118,25 @@ void time_all_kernels(const Case& c, const AttentionArgs& args, double flops, in
   std::printf("\n");
 }
 
-enum class Mode { check, time_all, engine_only };
+// The portable kernel at every head dim it takes: what attention() runs, and the element-wise
+// copies of the same tile width (what a head_dim without 16-byte rows gets), sustained.
+void time_head_dim(const Case& c, const AttentionArgs& args, double flops, int repeats) {
+  const float dispatch = time_dispatch(args, AttentionKernel::automatic, repeats);
+  const float portable = time_dispatch(args, AttentionKernel::portable, repeats);
+  float elements = 0;
+  switch (c.head_dim) {
+    case 64: elements = time_elements<64>(args, repeats); break;
+    case 80: elements = time_elements<80>(args, repeats); break;
+    case 96: elements = time_elements<96>(args, repeats); break;
+    case 128: elements = time_elements<128>(args, repeats); break;
+    default: elements = time_elements<256>(args, repeats); break;
+  }
+  std::printf("| %3d | %6lld | %8.3f | %6.1f | %8.3f | %6.1f | %8.3f | %6.1f |\n", c.head_dim,
+              static_cast<long long>(c.length), dispatch, flops / dispatch / 1e9, portable,
+              flops / portable / 1e9, elements, flops / elements / 1e9);
+}
+
+enum class Mode { check, time_all, engine_only, head_dims };
 
 // Runs one case: with Mode::check each kernel against the reference first; then timings of every
 // kernel, or (engine_only, for ncu) of the engine's kernel alone.
@@ -209,6 +234,8 @@ void run_case(const Case& c, Mode mode) {
                   flops / t[5] / 1e9, flops / t[6] / 1e9, flops / t[7] / 1e9);
     }
     std::printf("\n");
+  } else if (mode == Mode::head_dims) {
+    time_head_dim(c, args, flops, repeats);
   } else {
     time_all_kernels(c, args, flops, repeats, hopper);
   }
@@ -243,6 +270,19 @@ int main(int argc, char** argv) {
       if (!fused_only) mosaic::cuda::run_case({"Dream-7B (28/4 x 128)", length, 28, 4, 128}, Mode::engine_only);
       mosaic::cuda::run_case({"LLaDA-8B, fused QKV rows", length, 32, 32, 128, true}, Mode::engine_only);
     }
+    return 0;
+  }
+  // Every tile width at 32/32 heads: dims [L ...] (default 4096 16384).
+  if (argc > 1 && std::string_view(argv[1]) == "dims") {
+    std::vector<int64_t> lengths;
+    for (int i = 2; i < argc; ++i) lengths.push_back(std::atoll(argv[i]));
+    if (lengths.empty()) lengths = {4096, 16384};
+    for (int d : {64, 80, 96, 128, 256})
+      mosaic::cuda::run_case({"check 32/32", 1031, 32, 32, d}, Mode::check);
+    std::printf("\n| d | L | attention() ms | TFLOP/s | portable ms | TFLOP/s | element copies ms | TFLOP/s |\n"
+                "|---|---|---|---|---|---|---|---|\n");
+    for (int64_t length : lengths)
+      for (int d : {64, 80, 96, 128, 256}) mosaic::cuda::run_case({"32/32", length, 32, 32, d}, Mode::head_dims);
     return 0;
   }
   mosaic::cuda::run_case({"check d128 gqa7", 1000, 14, 2, 128}, Mode::check);

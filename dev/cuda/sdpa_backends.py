@@ -2,7 +2,7 @@
 """What PyTorch's attention backends reach at Mosaic's shapes on this GPU.
 
 The yardstick for dev/cuda/attention_bench.cu: the same problem (one sequence, bidirectional,
-bf16, head_dim 128, LLaDA-8B's 32/32 heads and Dream-7B's 28/4) through
+bf16, head_dim 128, LLaDA-8B's 32/32 heads and Dream-7B's 28/4; or 32/32 heads at --head-dims) through
 torch.nn.functional.scaled_dot_product_attention with each backend PyTorch has here (FlashAttention-2,
 cuDNN's fused attention, memory-efficient) and with PyTorch's own choice. Two timings per case,
 like the workbench: "sustained" (back-to-back calls, the GPU at its power-limited clock, as in a
@@ -39,19 +39,22 @@ def time_call(fn, repeats):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lengths", default="4096,16384,32768")
+    parser.add_argument("--head-dims", help="32/32 heads at each of these head dims instead of the models' 128")
     parser.add_argument("--json-out")
     args = parser.parse_args()
-    shapes = [("LLaDA-8B", 32, 32), ("Dream-7B", 28, 4)]
+    shapes = [("LLaDA-8B", 32, 32, 128), ("Dream-7B", 28, 4, 128)]
+    if args.head_dims:
+        shapes = [(f"32/32 x {d}", 32, 32, d) for d in (int(x) for x in args.head_dims.split(","))]
     results = []
-    print(f"{'shape':10} {'L':>6} {'backend':10} {'sustained ms':>12} {'TFLOP/s':>8} "
+    print(f"{'shape':12} {'L':>6} {'backend':10} {'sustained ms':>12} {'TFLOP/s':>8} "
           f"{'isolated ms':>12} {'TFLOP/s':>8}")
     for length in [int(x) for x in args.lengths.split(",")]:
-        for name, q_heads, kv_heads in shapes:
+        for name, q_heads, kv_heads, head_dim in shapes:
             gen = torch.Generator(device="cuda").manual_seed(1)
-            q = torch.rand(1, q_heads, length, 128, device="cuda", generator=gen).mul_(4).sub_(2).bfloat16()
-            k = torch.rand(1, kv_heads, length, 128, device="cuda", generator=gen).mul_(4).sub_(2).bfloat16()
-            v = torch.rand(1, kv_heads, length, 128, device="cuda", generator=gen).mul_(4).sub_(2).bfloat16()
-            flops = 4.0 * length * length * 128 * q_heads
+            q = torch.rand(1, q_heads, length, head_dim, device="cuda", generator=gen).mul_(4).sub_(2).bfloat16()
+            k = torch.rand(1, kv_heads, length, head_dim, device="cuda", generator=gen).mul_(4).sub_(2).bfloat16()
+            v = torch.rand(1, kv_heads, length, head_dim, device="cuda", generator=gen).mul_(4).sub_(2).bfloat16()
+            flops = 4.0 * length * length * head_dim * q_heads
             for backend, which in BACKENDS.items():
                 def call():
                     if which is None:
@@ -62,13 +65,13 @@ def main():
                     call()
                     torch.cuda.synchronize()
                 except RuntimeError as error:  # backend refuses this shape or is absent
-                    print(f"{name:10} {length:6} {backend:10} unavailable: {str(error).splitlines()[0][:80]}")
+                    print(f"{name:12} {length:6} {backend:10} unavailable: {str(error).splitlines()[0][:80]}")
                     results.append({"shape": name, "length": length, "backend": backend, "error": str(error)[:200]})
                     continue
                 sustained = time_call(call, 3 if length >= 16384 else 10)
                 time.sleep(1.0)  # let the clock recover
                 isolated = time_call(call, 1)
-                print(f"{name:10} {length:6} {backend:10} {sustained:12.3f} {flops / sustained / 1e9:8.1f} "
+                print(f"{name:12} {length:6} {backend:10} {sustained:12.3f} {flops / sustained / 1e9:8.1f} "
                       f"{isolated:12.3f} {flops / isolated / 1e9:8.1f}")
                 results.append({"shape": name, "length": length, "backend": backend, "sustained_ms": sustained,
                                 "isolated_ms": isolated, "sustained_tflops": flops / sustained / 1e9,

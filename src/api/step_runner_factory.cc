@@ -22,11 +22,11 @@ BackendChoice make_step_runner(const Model& model, const EngineOptions& options)
   const bool cuda_runs_it = cuda::attention_supports_head_dim(head_dim);
   if (gpu_visible && !cuda_runs_it) {
     if (options.device == "cuda")
-      fail("{}: head_dim {} cannot run on CUDA (its attention kernels take head_dim 64 or 128); use --device cpu",
-           printable_path(model.checkpoint().dir()), head_dim);
+      fail("{}: head_dim {} cannot run on CUDA (its attention kernels take head_dim up to {}); use --device cpu",
+           printable_path(model.checkpoint().dir()), head_dim, cuda::kAttentionMaxHeadDim);
     if (options.device == "auto")
-      log(LogLevel::warn, "{}: head_dim {} has no CUDA attention kernel (64 or 128): running on the CPU",
-          printable_path(model.checkpoint().dir()), head_dim);
+      log(LogLevel::warn, "{}: head_dim {} has no CUDA attention kernel (up to {}): running on the CPU",
+          printable_path(model.checkpoint().dir()), head_dim, cuda::kAttentionMaxHeadDim);
   }
 #else
   const bool gpu_visible = false, cuda_runs_it = false;

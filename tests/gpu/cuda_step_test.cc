@@ -1,6 +1,9 @@
 // On a GPU: the CUDA step equals the CPU fp32 reference on tiny models — candidate logits
 // within bf16 tolerance, every greedy decision of a generation the same as the CPU's except at
-// near-ties, chunked steps bit-identical to unchunked ones. Skipped without a device.
+// near-ties, chunked steps bit-identical to unchunked ones. Each test runs on the tiny LLaDA and
+// Dream and on copies of them with other head dims: 80, 96 and 256 (attention's 16-byte tile
+// copies), 32 and 72 (its element-wise copies, through the 64- and 80-wide kernels). Skipped
+// without a device.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,6 +13,7 @@
 #include <filesystem>
 #include <map>
 #include <random>
+#include <string_view>
 
 #include "backend/cuda/gate_up_swiglu.h"
 #include "exec/cuda_step_graphs.h"
@@ -23,11 +27,28 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class CudaStep : public ::testing::TestWithParam<Family> {
+// A tiny preset, with its heads widened (or narrowed) to head_dim when that is not 0.
+struct TinyModel {
+  Family family;
+  int64_t head_dim = 0;
+};
+
+std::string tiny_model_name(const TinyModel& model) {
+  std::string name(family_name(model.family));
+  if (model.head_dim != 0) name += "_d" + std::to_string(model.head_dim);
+  return name;
+}
+
+class CudaStep : public ::testing::TestWithParam<TinyModel> {
  protected:
+  static Family family() { return GetParam().family; }
   void SetUp() override {
     if (!cuda_devices_visible()) GTEST_SKIP() << "no CUDA device";
-    ModelConfig config = test_model_preset(GetParam(), "tiny");
+    ModelConfig config = test_model_preset(family(), "tiny");
+    if (GetParam().head_dim != 0) {
+      config.head_dim = GetParam().head_dim;
+      config.hidden = config.heads * config.head_dim;
+    }
     dir_ = fs::temp_directory_path() / ("mosaic_cuda_step_" + std::to_string(::getpid()));
     write_test_model(config, {.dtype = DType::bf16, .seed = 21}, dir_);
     model_ = Model::load(dir_);
@@ -81,20 +102,34 @@ TEST_P(CudaStep, LogitsMatchTheCpuReference) {
     EXPECT_LE(std::sqrt(diff / norm), 2e-2) << "row " << r;
     worst = std::max(worst, std::sqrt(diff / norm));
   }
-  std::printf("  %s: worst row |gpu - cpu| / |cpu| = %.2e\n", family_name(GetParam()).data(), worst);
+  std::printf("  %s: worst row |gpu - cpu| / |cpu| = %.2e\n", tiny_model_name(GetParam()).c_str(), worst);
 }
 
 TEST_P(CudaStep, ChunkedStepIsBitIdentical) {
   const StepInput input = random_step({2048, 1500}, /*keep_logits=*/false, 2);
   CudaStepRunner whole(*model_, 0, std::nullopt);
   const StepOutput a = whole.run(input);
-  // 8 MiB of activations (the runner keeps 64 MiB for workspaces beside the weights) against an
-  // unchunked peak of 20-30 MiB (the head's scratch alone is ~16 KiB for each of the 1,183
-  // candidate rows): the chunker has to split several groups.
-  CudaStepRunner tight(*model_, 0, model_->weights().bytes + (uint64_t{72} << 20));
-  const StepOutput b = tight.run(input);
-  ASSERT_NE(b.chunks.to_string(), ChunkConfig{}.to_string()) << "the budget did not force chunking";
-  EXPECT_EQ(a.values, b.values) << "chunks " << b.chunks.to_string();
+  // The tightest budget, in 2 MiB pages from 8 MiB of activations (the runner keeps 64 MiB for
+  // workspaces beside the weights), that the step fits: well under the unchunked peak (20-30 MiB
+  // for the tiny presets; the head's scratch alone is ~16 KiB for each of the 1,183 candidate
+  // rows), so the chunker has to split several groups. A budget the step cannot fit, in live bytes
+  // or in whole pages, is refused, and the next page is tried.
+  constexpr uint64_t kPage = uint64_t{2} << 20;
+  for (uint64_t activations = 4 * kPage; activations < a.planned_peak; activations += kPage) {
+    CudaStepRunner tight(*model_, 0, model_->weights().bytes + (uint64_t{64} << 20) + activations);
+    StepOutput b;
+    try {
+      b = tight.run(input);
+    } catch (const std::exception& error) {
+      const std::string_view what = error.what();  // exec/step_chunker.cc's two refusals
+      if (what.find("does not fit") == what.npos && what.find("needs at least") == what.npos) throw;
+      continue;
+    }
+    ASSERT_NE(b.chunks.to_string(), ChunkConfig{}.to_string()) << "the budget did not force chunking";
+    EXPECT_EQ(a.values, b.values) << "chunks " << b.chunks.to_string();
+    return;
+  }
+  FAIL() << "no budget under the unchunked peak of " << a.planned_peak << " bytes ran the step";
 }
 
 // The last layer over the candidates only (the default) against the last layer over every row
@@ -247,7 +282,7 @@ class LockstepRunner : public StepRunner {
 TEST_P(CudaStep, GreedyDecisionsMatchTheCpuAtEveryStep) {
   GenerationOptions options;
   options.gen_length = 24, options.steps = 12;
-  if (GetParam() == Family::llada) options.block_length = 8;
+  if (family() == Family::llada) options.block_length = 8;
   else options.alg = DreamAlg::maskgit_plus;
   const std::vector<GenerationRequest> requests = {
       {{5, 9, 13, 2}, options}, {{77}, options}, {{3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5}, options}};
@@ -269,7 +304,7 @@ TEST_P(CudaStep, GreedyDecisionsMatchTheCpuAtEveryStep) {
       same_tokens += alone[r].canvas[i] == expected[r].canvas[i];
   std::printf("  %s: %lld steps, %lld rows, %lld near-ties, same choice %lld, max |logit error| %.4f;"
               " free-running GPU generation equals the CPU's on %lld/%lld tokens\n",
-              family_name(GetParam()).data(), (long long)lockstep.steps_, (long long)lockstep.rows_,
+              tiny_model_name(GetParam()).c_str(), (long long)lockstep.steps_, (long long)lockstep.rows_,
               (long long)lockstep.near_ties_, (long long)lockstep.same_, lockstep.max_error_,
               (long long)same_tokens, (long long)tokens);
 }
@@ -330,12 +365,12 @@ TEST_P(CudaStep, CachedGenerationsMatchTheCpuAtEveryStep) {
     EXPECT_LE(lockstep.near_ties_ * 2, lockstep.rows_) << what << ": too few decisive rows to test anything";
     EXPECT_EQ(gpu.cache_stats().pages_used, 0) << what;
     std::printf("  %s %s: %lld steps, %lld rows, %lld near-ties, max |logit error| %.4f\n",
-                family_name(GetParam()).data(), what, (long long)lockstep.steps_, (long long)lockstep.rows_,
+                tiny_model_name(GetParam()).c_str(), what, (long long)lockstep.steps_, (long long)lockstep.rows_,
                 (long long)lockstep.near_ties_, lockstep.max_error_);
   };
   GenerationOptions options;
   options.gen_length = 24, options.steps = 24, options.block_length = 8;
-  if (GetParam() == Family::dream) options.alg = DreamAlg::maskgit_plus;
+  if (family() == Family::dream) options.alg = DreamAlg::maskgit_plus;
   for (const CacheMode mode : {CacheMode::prefix, CacheMode::dual}) {
     options.cache = mode;
     run(*model_, options, mode == CacheMode::prefix ? "prefix" : "dual");
@@ -351,8 +386,12 @@ TEST_P(CudaStep, CachedGenerationsMatchTheCpuAtEveryStep) {
   fs::remove_all(dir);
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, CudaStep, ::testing::Values(Family::llada, Family::dream),
-                         [](const auto& info) { return std::string(family_name(info.param)); });
+INSTANTIATE_TEST_SUITE_P(Models, CudaStep,
+                         ::testing::Values(TinyModel{Family::llada}, TinyModel{Family::dream},
+                                           TinyModel{Family::llada, 80}, TinyModel{Family::llada, 96},
+                                           TinyModel{Family::llada, 256}, TinyModel{Family::dream, 80},
+                                           TinyModel{Family::llada, 32}, TinyModel{Family::llada, 72}),
+                         [](const auto& info) { return tiny_model_name(info.param); });
 
 }  // namespace
 }  // namespace mosaic

@@ -3,7 +3,8 @@
 // (docs/design/cuda-kernels.md, "Attention").
 //
 // One CTA of 8 warps owns kBlockM = 128 query rows of one (segment, q head); warp w owns rows
-// 16w..16w+15. It walks the segment's keys in tiles of kBlockN = 64 from kv_begin, in order:
+// 16w..16w+15. It walks the segment's keys in tiles of kBlockN (64; 32 for head_dim 256) from
+// kv_begin, in order:
 //   1. S [16, 64] = Q_w K_t^T        mma.sync m16n8k16, fp32 accumulators
 //   2. online softmax per row: m' = max(m, rowmax S), alpha = 2^((m - m') scale log2 e),
 //      P = 2^(S scale log2 e - m' scale log2 e) rounded to bf16, l = l alpha + rowsum P
@@ -16,6 +17,11 @@
 // independent; reductions run over the 4 lanes that share a row in a fixed butterfly; the key
 // loop starts at kv_begin in fixed tiles). So splitting a segment's queries into several
 // segments (query chunking) changes no output bit.
+//
+// Head dims: 64, 80, 96, 128 and 256 are instances with 16-byte tile copies (cp.async). Any other
+// head_dim up to 256, or rows not 16-byte aligned, runs the instance of the next of those widths
+// with element-wise copies: the columns past head_dim are zeros in Q, K and V, which add exact
+// zeros to the scores and give output columns that are not stored.
 #include "backend/cuda/attention.h"
 
 #include <cuda_bf16.h>
@@ -39,48 +45,96 @@ namespace {
 using namespace ptx;
 
 constexpr int kBlockM = 128;  // query rows per CTA
-constexpr int kBlockN = 64;   // keys per tile
 constexpr int kWarps = kBlockM / 16;
 constexpr int kThreads = kWarps * 32;
 constexpr int64_t kMaxGridZ = 65535;
 constexpr int64_t kPagedKeyTileRows = 128;  // the largest key tile of the kernels (the Hopper one's)
 
+// Keys per tile and CTAs per SM the register allocation must allow, per tile width
+// (dev/cuda/attention_bench.cu measures the choices; ptxas, sm_90: 128 registers at 64 wide, 147
+// at 80, 158 at 96, 194 at 128, 245 at 256, none spilled). head_dim 256 takes 32 keys a tile: its
+// O accumulators alone are 128 registers a thread, and 64 keys would need 192 KiB of shared memory.
+template <int kHeadDim>
+constexpr int kBlockNFor = kHeadDim == 256 ? 32 : 64;
+template <int kHeadDim>
+constexpr int kMinBlocksFor = kHeadDim == 64 ? 2 : 1;
+
 // ---- shared-memory tiles -------------------------------------------------------------------
-// A tile is [rows][kHeadDim] bf16; each row is kHeadDim / 8 chunks of 16 bytes, and chunk c of
-// row r is stored at chunk c ^ (r & 7), so the 8 row addresses of an ldmatrix (same c, 8
-// consecutive rows) fall in 8 different bank groups.
+// A tile is [rows][kHeadDim] bf16 in 16-byte chunks, kHeadDim / 8 of them a row. An ldmatrix reads
+// one chunk of 8 consecutive rows, which must fall in 8 different 16-byte bank groups. Rows of a
+// multiple of 8 chunks (64, 128, 256) store chunk c of row r at chunk c ^ (r & 7); other rows
+// (80, 96: 10 and 12 chunks) are padded to an odd number of chunks (11, 13), so that row r's
+// chunk c starts in group (r * odd + c) mod 8, different for 8 consecutive rows.
+template <int kHeadDim>
+struct TileLayout {
+  static_assert(kHeadDim % 16 == 0, "tiles are k16 steps of the mma wide");
+  static constexpr int kChunks = kHeadDim / 8;
+  static constexpr bool kSwizzled = kChunks % 8 == 0;
+  static constexpr int kRowChunks = kSwizzled ? kChunks : (kChunks | 1);
+  static constexpr uint32_t bytes(int rows) { return static_cast<uint32_t>(rows * kRowChunks * 16); }
+  __device__ __forceinline__ static uint32_t offset(int row, int chunk) {
+    if constexpr (kSwizzled) return static_cast<uint32_t>((row * kChunks + (chunk ^ (row & 7))) * 16);
+    return static_cast<uint32_t>((row * kRowChunks + chunk) * 16);
+  }
+};
 template <int kHeadDim>
 __device__ __forceinline__ uint32_t tile_offset(int row, int chunk) {
-  return static_cast<uint32_t>((row * (kHeadDim / 8) + (chunk ^ (row & 7))) * 16);
+  return TileLayout<kHeadDim>::offset(row, chunk);
 }
 
 // Rows [0, valid) of a tile from global memory (row r at base + r * stride elements), rows
-// [valid, kRows) zero-filled.
-template <int kHeadDim, int kRows>
+// [valid, kRows) zero-filled. kElements: element by element, columns [head_dim, kHeadDim) zeros
+// too (any head_dim up to kHeadDim, any alignment); else 16 bytes at a time with cp.async.
+template <int kHeadDim, int kRows, bool kElements>
 __device__ __forceinline__ void load_tile(uint32_t tile, const __nv_bfloat16* base, int64_t stride,
-                                          int valid) {
-  constexpr int kChunks = kHeadDim / 8;
-  for (int i = threadIdx.x; i < kRows * kChunks; i += kThreads) {
-    const int row = i / kChunks, chunk = i % kChunks;
-    const bool inside = row < valid;
-    const __nv_bfloat16* src = base + (inside ? row * stride + chunk * 8 : 0);
-    cp_async_16(tile + tile_offset<kHeadDim>(row, chunk), src, inside ? 16 : 0);
+                                          int valid, int head_dim) {
+  if constexpr (kElements) {
+    const auto* elements = reinterpret_cast<const uint16_t*>(base);
+    for (int i = threadIdx.x; i < kRows * kHeadDim; i += kThreads) {
+      const int row = i / kHeadDim, column = i % kHeadDim;
+      const uint16_t value = row < valid && column < head_dim ? elements[row * stride + column] : 0;
+      st_shared_2(tile + tile_offset<kHeadDim>(row, column / 8) + (column % 8) * 2, value);
+    }
+  } else {
+    constexpr int kChunks = kHeadDim / 8;
+    for (int i = threadIdx.x; i < kRows * kChunks; i += kThreads) {
+      const int row = i / kChunks, chunk = i % kChunks;
+      const bool inside = row < valid;
+      const __nv_bfloat16* src = base + (inside ? row * stride + chunk * 8 : 0);
+      cp_async_16(tile + tile_offset<kHeadDim>(row, chunk), src, inside ? 16 : 0);
+    }
+  }
+}
+
+// A warp's rows row0 .. row0 + 15 of a staged tile, columns [0, head_dim), to out element by
+// element; rows at or past q_valid are left out.
+template <int kHeadDim>
+__device__ __forceinline__ void store_staged_row_elements(uint32_t tile, int row0, int q_valid, int head_dim,
+                                                          __nv_bfloat16* out, int64_t out_stride) {
+  auto* elements = reinterpret_cast<uint16_t*>(out);
+  for (int i = threadIdx.x % 32; i < 16 * head_dim; i += 32) {
+    const int row = row0 + i / head_dim, column = i % head_dim;
+    if (row >= q_valid) break;  // i grows with row
+    elements[row * out_stride + column] =
+        ld_shared_2(tile + tile_offset<kHeadDim>(row, column / 8) + (column % 8) * 2);
   }
 }
 
 using KernelArgs = AttentionKernelArgs;
 
-// kMinBlocks: CTAs per SM the register allocation must allow (dev/cuda/attention_bench.cu
-// measures the choice).
-template <int kHeadDim, int kMinBlocks>
+// kHeadDim: the tiles' width; kElements: heads of args.head_dim <= kHeadDim columns copied element
+// by element (load_tile); kMinBlocks: CTAs per SM the register allocation must allow.
+template <int kHeadDim, bool kElements, int kMinBlocks = kMinBlocksFor<kHeadDim>>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
     flash_attention_kernel(const KernelArgs args, int64_t segment_offset) {
+  constexpr int kBlockN = kBlockNFor<kHeadDim>;
   constexpr int kKSteps = kHeadDim / 16;    // k16 steps of Q K^T
   constexpr int kONTiles = kHeadDim / 8;    // n8 tiles of O
   constexpr int kSNTiles = kBlockN / 8;     // n8 tiles of S
-  constexpr uint32_t kQBytes = kBlockM * kHeadDim * 2, kKVBytes = kBlockN * kHeadDim * 2;
+  constexpr uint32_t kQBytes = TileLayout<kHeadDim>::bytes(kBlockM);
+  constexpr uint32_t kKVBytes = TileLayout<kHeadDim>::bytes(kBlockN);
 
-  const QueryTile<kBlockM, kBlockN, kHeadDim> work(args, segment_offset);
+  const QueryTile<kBlockM, kBlockN, kHeadDim, kElements> work(args, segment_offset);
   if (work.past_queries()) return;
   const int q_valid = work.q_valid(), kv_tiles = work.kv_tiles();
 
@@ -92,11 +146,13 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   auto load_kv = [&](int t) {
     const int valid = work.key_valid(t);
     const uint32_t stage = (t & 1) * kKVBytes;
-    load_tile<kHeadDim, kBlockN>(k_tiles + stage, work.k_tile(args, t), args.k_stride, valid);
-    load_tile<kHeadDim, kBlockN>(v_tiles + stage, work.v_tile(args, t), args.v_stride, valid);
+    load_tile<kHeadDim, kBlockN, kElements>(k_tiles + stage, work.k_tile(args, t), args.k_stride, valid,
+                                            args.head_dim);
+    load_tile<kHeadDim, kBlockN, kElements>(v_tiles + stage, work.v_tile(args, t), args.v_stride, valid,
+                                            args.head_dim);
   };
 
-  load_tile<kHeadDim, kBlockM>(q_tile, work.q(args), args.q_stride, q_valid);
+  load_tile<kHeadDim, kBlockM, kElements>(q_tile, work.q(args), args.q_stride, q_valid, args.head_dim);
   if (kv_tiles > 0) load_kv(0);
   cp_async_commit();
 
@@ -235,14 +291,19 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     }
   }
   __syncwarp();
-  store_staged_rows<kHeadDim>(
-      q_tile, [](int row, int chunk) { return tile_offset<kHeadDim>(row, chunk); }, warp * 16, q_valid,
-      work.out(args), args.out_stride);
+  if constexpr (kElements) {
+    store_staged_row_elements<kHeadDim>(q_tile, warp * 16, q_valid, args.head_dim, work.out(args),
+                                        args.out_stride);
+  } else {
+    store_staged_rows<kHeadDim>(
+        q_tile, [](int row, int chunk) { return tile_offset<kHeadDim>(row, chunk); }, warp * 16, q_valid,
+        work.out(args), args.out_stride);
+  }
 }
 
 template <int kHeadDim>
-constexpr int shared_bytes() {
-  return (kBlockM + 4 * kBlockN) * kHeadDim * 2;  // Q, K[2], V[2]
+constexpr int shared_bytes() {  // Q, K[2], V[2]
+  return static_cast<int>(TileLayout<kHeadDim>::bytes(kBlockM + 4 * kBlockNFor<kHeadDim>));
 }
 
 [[noreturn]] void invalid_arguments(const char* what) {
@@ -250,24 +311,20 @@ constexpr int shared_bytes() {
   std::abort();
 }
 
-bool aligned_16(const void* pointer) { return reinterpret_cast<uintptr_t>(pointer) % 16 == 0; }
+bool aligned(const void* pointer, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(pointer) % bytes == 0; }
 
-// head_dim 64: 128 registers, 48 KiB of shared memory, 2 CTAs per SM without spills. head_dim
-// 128: 170 registers, 1 CTA (8 warps) per SM; forcing 2 CTAs spills (ptxas: 40 bytes).
-template <int kHeadDim>
-constexpr int kMinBlocksFor = kHeadDim == 64 ? 2 : 1;
-
-template <int kHeadDim, int kMinBlocks = kMinBlocksFor<kHeadDim>>
+template <int kHeadDim, bool kElements, int kMinBlocks = kMinBlocksFor<kHeadDim>>
 void launch(const AttentionArgs& args, const KernelArgs& kernel_args, cudaStream_t stream) {
   constexpr int kShared = shared_bytes<kHeadDim>();
   static std::atomic<uint64_t> configured{0};
-  raise_shared_limit(reinterpret_cast<const void*>(flash_attention_kernel<kHeadDim, kMinBlocks>),
+  raise_shared_limit(reinterpret_cast<const void*>(flash_attention_kernel<kHeadDim, kElements, kMinBlocks>),
                      kShared, configured);
   const int64_t q_tiles = (args.max_q_rows + kBlockM - 1) / kBlockM;
   for (int64_t first = 0; first < args.segment_count; first += kMaxGridZ) {
     const dim3 grid(static_cast<unsigned>(q_tiles), static_cast<unsigned>(args.q_heads),
                     static_cast<unsigned>(std::min(kMaxGridZ, args.segment_count - first)));
-    flash_attention_kernel<kHeadDim, kMinBlocks><<<grid, kThreads, kShared, stream>>>(kernel_args, first);
+    flash_attention_kernel<kHeadDim, kElements, kMinBlocks><<<grid, kThreads, kShared, stream>>>(kernel_args,
+                                                                                                 first);
     MOSAIC_CUDA_CHECK_LAUNCH();
   }
 }
@@ -276,7 +333,7 @@ void launch(const AttentionArgs& args, const KernelArgs& kernel_args, cudaStream
 
 void attention(const AttentionArgs& args, cudaStream_t stream) {
   if (args.segment_count <= 0 || args.max_q_rows <= 0) return;
-  if (!attention_supports_head_dim(args.head_dim)) invalid_arguments("head_dim must be 64 or 128");
+  if (!attention_supports_head_dim(args.head_dim)) invalid_arguments("head_dim must be 1 to 256");
   if (args.q_heads <= 0 || args.kv_heads <= 0 || args.q_heads % args.kv_heads != 0 ||
       args.q_heads > 65535) {
     invalid_arguments("q_heads must be a positive multiple of kv_heads, at most 65535");
@@ -285,28 +342,44 @@ void attention(const AttentionArgs& args, cudaStream_t stream) {
       args.k_stride < args.kv_heads * args.head_dim || args.v_stride < args.kv_heads * args.head_dim) {
     invalid_arguments("a row stride is smaller than heads x head_dim");
   }
-  if (args.q_stride % 8 || args.k_stride % 8 || args.v_stride % 8 || args.out_stride % 8 ||
-      !aligned_16(args.q) || !aligned_16(args.k) || !aligned_16(args.v) || !aligned_16(args.out)) {
-    invalid_arguments("q, k, v, out need 16-byte aligned pointers and strides (multiples of 8)");
-  }
+  if (!aligned(args.q, 2) || !aligned(args.k, 2) || !aligned(args.v, 2) || !aligned(args.out, 2))
+    invalid_arguments("q, k, v, out must be bf16-aligned pointers");
+  // Every head's row starts 16-byte aligned: the 16-byte tile copies apply.
+  const bool rows_aligned = args.head_dim % 8 == 0 && args.q_stride % 8 == 0 && args.k_stride % 8 == 0 &&
+                            args.v_stride % 8 == 0 && args.out_stride % 8 == 0 && aligned(args.q, 16) &&
+                            aligned(args.k, 16) && aligned(args.v, 16) && aligned(args.out, 16);
   if (!(args.scale > 0.0f)) invalid_arguments("scale must be positive");
   if (args.kv_pages != nullptr && (args.page_rows <= 0 || args.page_rows % kPagedKeyTileRows != 0))
     invalid_arguments("KV cache pages must hold a multiple of 128 positions");
   if ((args.max_q_rows + kBlockM - 1) / kBlockM > 0x7fffffff) invalid_arguments("max_q_rows");
 
-  const bool hopper_fits = args.head_dim == 128 && hopper_attention_available();
+  const bool hopper_fits = args.head_dim == 128 && rows_aligned && hopper_attention_available();
   if ((args.kernel == AttentionKernel::hopper || args.kernel == AttentionKernel::hopper_paired) && !hopper_fits) {
-    invalid_arguments("the Hopper kernel needs head_dim 128 and a compute capability 9.0 device");
+    invalid_arguments("the Hopper kernel needs head_dim 128, 16-byte aligned rows and a compute capability 9.0 device");
   }
   if (args.kernel != AttentionKernel::portable && hopper_fits) {
     hopper_attention(args, stream);
     return;
   }
   const KernelArgs kernel_args = kernel_args_of(args);
-  if (args.head_dim == 128) {
-    launch<128>(args, kernel_args, stream);
+  const int64_t d = args.head_dim;
+  const bool copies_16 = rows_aligned && (d == 64 || d == 80 || d == 96 || d == 128 || d == 256);
+  if (copies_16) {
+    if (d == 64) launch<64, false>(args, kernel_args, stream);
+    if (d == 80) launch<80, false>(args, kernel_args, stream);
+    if (d == 96) launch<96, false>(args, kernel_args, stream);
+    if (d == 128) launch<128, false>(args, kernel_args, stream);
+    if (d == 256) launch<256, false>(args, kernel_args, stream);
+  } else if (d <= 64) {
+    launch<64, true>(args, kernel_args, stream);
+  } else if (d <= 80) {
+    launch<80, true>(args, kernel_args, stream);
+  } else if (d <= 96) {
+    launch<96, true>(args, kernel_args, stream);
+  } else if (d <= 128) {
+    launch<128, true>(args, kernel_args, stream);
   } else {
-    launch<64>(args, kernel_args, stream);
+    launch<256, true>(args, kernel_args, stream);
   }
 }
 

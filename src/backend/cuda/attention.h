@@ -25,7 +25,7 @@ struct AttentionArgs {
   const void* k = nullptr;  int64_t k_stride = 0;    // bf16 [rows, kv_heads, head_dim]
   const void* v = nullptr;  int64_t v_stride = 0;    // bf16 [rows, kv_heads, head_dim]
   void* out = nullptr;      int64_t out_stride = 0;  // bf16 [rows, q_heads, head_dim]
-  int64_t q_heads = 0, kv_heads = 0, head_dim = 0;   // head_dim 64 or 128
+  int64_t q_heads = 0, kv_heads = 0, head_dim = 0;   // head_dim 1 .. 256
   float scale = 0;
   const AttentionSegment* segments = nullptr;        // device array
   int64_t segment_count = 0;
@@ -40,8 +40,13 @@ struct AttentionArgs {
 
 void attention(const AttentionArgs& args, cudaStream_t stream);
 
-// The head dimensions the kernels take; a model with another is refused (or run on the CPU) before
-// its first step (api/step_runner_factory.cc), never aborted in a launch.
-inline constexpr bool attention_supports_head_dim(int64_t head_dim) { return head_dim == 64 || head_dim == 128; }
+// The head dimensions the kernels take: 64, 80, 96, 128 and 256 at full speed (16-byte aligned
+// rows), any other up to 256 through the next of those widths with element-wise copies. A model
+// with a wider head is refused (or run on the CPU) before its first step
+// (api/step_runner_factory.cc), never aborted in a launch.
+inline constexpr int64_t kAttentionMaxHeadDim = 256;
+inline constexpr bool attention_supports_head_dim(int64_t head_dim) {
+  return head_dim >= 1 && head_dim <= kAttentionMaxHeadDim;
+}
 
 }  // namespace mosaic::cuda

@@ -21,6 +21,7 @@ struct AttentionKernelArgs {
   __nv_bfloat16* out;
   int64_t q_stride, k_stride, v_stride, out_stride;
   int group;          // q heads per kv head
+  int head_dim;       // the heads' width in elements (a kernel's tiles may be wider)
   float scale_log2;   // scale * log2(e): scores are taken to base 2 in one multiply
   const AttentionSegment* segments;
   const int32_t* kv_pages;  // paged segments' page table (AttentionSegment::kv_pages)
@@ -36,6 +37,7 @@ inline AttentionKernelArgs kernel_args_of(const AttentionArgs& args) {
   kernel_args.q_stride = args.q_stride, kernel_args.k_stride = args.k_stride;
   kernel_args.v_stride = args.v_stride, kernel_args.out_stride = args.out_stride;
   kernel_args.group = static_cast<int>(args.q_heads / args.kv_heads);
+  kernel_args.head_dim = static_cast<int>(args.head_dim);
   kernel_args.scale_log2 = args.scale * 1.4426950408889634f;
   kernel_args.segments = args.segments;
   kernel_args.kv_pages = args.kv_pages, kernel_args.page_rows = args.page_rows;
@@ -45,8 +47,9 @@ inline AttentionKernelArgs kernel_args_of(const AttentionArgs& args) {
 // The work of one CTA (grid = query tiles x q heads x segments): query rows [q_row0, q_row0 +
 // kBlockM) of q head blockIdx.y in segment segment_offset + blockIdx.z, against the segment's
 // keys in tiles of kBlockN from kv_begin. A tile that starts past the segment's queries
-// (past_queries()) has nothing to do.
-template <int kBlockM, int kBlockN, int kHeadDim>
+// (past_queries()) has nothing to do. A head's columns start at head x kHeadDim, or, with
+// kRuntimeHeadDim (a kernel whose tiles are wider than the heads), at head x args.head_dim.
+template <int kBlockM, int kBlockN, int kHeadDim, bool kRuntimeHeadDim = false>
 struct QueryTile {
   AttentionSegment segment;
   int64_t q_row0;  // first query row of the tile, within the segment
@@ -70,12 +73,16 @@ struct QueryTile {
   __device__ __forceinline__ int key_valid(int t) const {
     return static_cast<int>(ptx::min64(kBlockN, segment.kv_count - int64_t{t} * kBlockN));
   }
+  __device__ __forceinline__ static int64_t width(const AttentionKernelArgs& args) {
+    if constexpr (kRuntimeHeadDim) return args.head_dim;
+    return kHeadDim;
+  }
   // The tile's first row of Q and of the output, each at this head's columns.
   __device__ __forceinline__ const __nv_bfloat16* q(const AttentionKernelArgs& args) const {
-    return args.q + (segment.q_begin + q_row0) * args.q_stride + int64_t{head} * kHeadDim;
+    return args.q + (segment.q_begin + q_row0) * args.q_stride + int64_t{head} * width(args);
   }
   __device__ __forceinline__ __nv_bfloat16* out(const AttentionKernelArgs& args) const {
-    return args.out + (segment.q_begin + q_row0) * args.out_stride + int64_t{head} * kHeadDim;
+    return args.out + (segment.q_begin + q_row0) * args.out_stride + int64_t{head} * width(args);
   }
   // The K and V row of key tile t's first key: kv_begin + t kBlockN, or for a paged segment that
   // position's row in the cache (the host checked that a page holds whole tiles).
@@ -87,10 +94,10 @@ struct QueryTile {
   }
   // Key tile t's first row of K and of V at this head's columns.
   __device__ __forceinline__ const __nv_bfloat16* k_tile(const AttentionKernelArgs& args, int t) const {
-    return args.k + key_tile_row(args, t) * args.k_stride + int64_t{kv_head} * kHeadDim;
+    return args.k + key_tile_row(args, t) * args.k_stride + int64_t{kv_head} * width(args);
   }
   __device__ __forceinline__ const __nv_bfloat16* v_tile(const AttentionKernelArgs& args, int t) const {
-    return args.v + key_tile_row(args, t) * args.v_stride + int64_t{kv_head} * kHeadDim;
+    return args.v + key_tile_row(args, t) * args.v_stride + int64_t{kv_head} * width(args);
   }
 };
 

@@ -1,6 +1,6 @@
 // cuda::attention against the CPU fp32 kernel on the same bf16 values, and the bit-exactness of
-// query chunking, for each kernel: the portable one (every device) and the Hopper one (compute
-// capability 9.0, head_dim 128). Skipped without a device.
+// query chunking, for each kernel: the portable one (every device, head_dim 1 to 256) and the
+// Hopper one (compute capability 9.0, head_dim 128). Skipped without a device.
 #include "backend/cuda/attention.h"
 
 #include <gtest/gtest.h>
@@ -36,10 +36,12 @@ class CudaAttention : public ::testing::TestWithParam<AttentionKernel> {
       GTEST_SKIP() << "the Hopper kernel needs a compute capability 9.0 device";
     }
   }
-  // The head sizes the kernel under test takes.
+  // The head sizes the kernel under test takes: for the portable one, those with 16-byte tile
+  // copies (64, 80, 96, 128, 256) and others through the element-wise copies of the next width:
+  // 72 (rows 16-byte aligned), 100 (8-byte), 40, 34 (4-byte; with 7 heads the output rows too).
   std::vector<int64_t> head_dims() const {
     if (GetParam() != AttentionKernel::portable) return {128};
-    return {128, 64};
+    return {128, 64, 80, 96, 256, 72, 100, 40, 34};
   }
 };
 

@@ -1,5 +1,5 @@
 // Inline PTX for sm_80+ tensor-core kernels (all valid on sm_90): cp.async copies into shared
-// memory, 4- and 16-byte shared accesses, ldmatrix, the bf16 m16n8k16 MMA and the fast base-2
+// memory, 2-, 4- and 16-byte shared accesses, ldmatrix, the bf16 m16n8k16 MMA and the fast base-2
 // exponential; and the bf16 packing
 // the attention kernels share. Used by the flash attention and fused LM-head kernels; include
 // only from .cu files.
@@ -29,6 +29,15 @@ __device__ __forceinline__ void cp_async_wait() {
 // 4 bytes to, and 16 bytes from, shared memory at a 32-bit shared address (the staged epilogues).
 __device__ __forceinline__ void st_shared_4(uint32_t address, uint32_t value) {
   asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(address), "r"(value));
+}
+// 2 bytes to and from shared memory (the element-wise tile copies of head dims without 16-byte rows).
+__device__ __forceinline__ void st_shared_2(uint32_t address, uint16_t value) {
+  asm volatile("st.shared.b16 [%0], %1;\n" ::"r"(address), "h"(value));
+}
+__device__ __forceinline__ uint16_t ld_shared_2(uint32_t address) {
+  uint16_t v;
+  asm volatile("ld.shared.b16 %0, [%1];\n" : "=h"(v) : "r"(address));
+  return v;
 }
 __device__ __forceinline__ uint4 ld_shared_16(uint32_t address) {
   uint4 v;
