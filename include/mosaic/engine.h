@@ -25,10 +25,13 @@
 namespace mosaic {
 
 struct ModelInfo {
-  std::string family;         // "llada" | "dream"
+  std::string family;         // "llada" | "dream" | "llada-moe"
   std::string architecture;   // config.json architectures[0]
   int64_t hidden = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0, ffn = 0, vocab = 0;
   int64_t mask_token_id = -1, eos_token_id = -1;
+  // A mixture-of-experts model's experts per layer, experts each token takes, and their width
+  // (0 for dense models).
+  int64_t experts = 0, experts_per_token = 0, expert_ffn = 0;
   double rope_theta = 0;
   int64_t max_position = 0;   // trained context length from config.json (0: unknown)
   // "full", or the block-causal layout ("prompt", "absolute"): block-causal models decode with

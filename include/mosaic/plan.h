@@ -16,7 +16,7 @@
 namespace mosaic {
 
 struct PlanRequest {
-  std::string model;                 // "llada-8b", "dream-7b", or a model folder (config.json)
+  std::string model;                 // "llada-8b", "dream-7b", "llada-moe-7b", or a model folder (config.json)
   std::vector<int64_t> lengths;      // tokens per sequence of the batch
   std::vector<int64_t> candidates;   // rows whose prediction is wanted, per sequence
   // A cached step (docs/design/kv-cache.md), when given: per sequence, the rows it computes — the

@@ -10,10 +10,11 @@
 namespace mosaic {
 
 struct TestModelRequest {
-  std::string family = "llada";   // "llada" | "dream"
-  std::string preset = "tiny";    // "tiny" | "llada-8b" | "dream-7b"
-  // Overrides of the preset's dimensions.
+  std::string family = "llada";   // "llada" | "dream" | "llada-moe"
+  std::string preset = "tiny";    // "tiny" | "llada-8b" | "dream-7b" | "llada-moe-7b"
+  // Overrides of the preset's dimensions; the expert ones for llada-moe only.
   std::optional<int64_t> layers, hidden, heads, kv_heads, ffn, vocab;
+  std::optional<int64_t> experts, experts_per_token, expert_ffn;
   std::optional<double> rope_theta;
   bool tied_embeddings = false;   // LM head = embedding (LLaDA weight_tying, Dream tie_word_embeddings)
   bool qkv_bias = false;          // LLaDA include_qkv_bias (Dream always has q/k/v biases)

@@ -10,14 +10,14 @@ from mosaic import _mosaic
 from mosaic.byte_size import parse_byte_size
 from mosaic.model_files import check_adapter_folder
 
-PRESETS = ("llada-8b", "dream-7b")
+PRESETS = ("llada-8b", "dream-7b", "llada-moe-7b")
 _CHUNK_GROUPS = ("qkv", "attention", "ffn", "head")
 
 
 def plan(model, seq_len=None, *, prompt_len=None, masked=None, batch=None, budget=None, chunks=None,
          device="cuda", dtype=None, head="stats", planner="best", temperature=0.0, timeline=False,
          adapter=None):
-    """Plans one step of `model` (a preset, "llada-8b" / "dream-7b", or a model folder).
+    """Plans one step of `model` (a preset, "llada-8b" / "dream-7b" / "llada-moe-7b", or a model folder).
 
     The shape: `seq_len` tokens, or `batch`, a list of sequence lengths; each sequence has
     `masked` candidate rows, by default those after a prompt of `prompt_len` tokens (default

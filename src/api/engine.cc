@@ -36,7 +36,10 @@ namespace {
 // The tokenizer's end-of-turn token for the family's chat format, or -1.
 int64_t default_end_of_turn(const std::optional<Tokenizer>& tokenizer, Family family) {
   if (!tokenizer) return -1;
-  const auto id = tokenizer->token_id(family == Family::dream ? "<|im_end|>" : "<|eot_id|>");
+  const char* end_of_turn = family == Family::dream       ? "<|im_end|>"
+                            : family == Family::llada_moe ? "<|role_end|>"
+                                                          : "<|eot_id|>";
+  const auto id = tokenizer->token_id(end_of_turn);
   return id ? *id : -1;
 }
 
@@ -54,6 +57,7 @@ std::unique_ptr<Engine> Engine::open(const std::filesystem::path& model_dir, con
   info.architecture = c.architecture;
   info.hidden = c.hidden, info.layers = c.layers, info.heads = c.heads;
   info.kv_heads = c.kv_heads, info.head_dim = c.head_dim, info.ffn = c.ffn, info.vocab = c.vocab;
+  info.experts = c.experts, info.experts_per_token = c.experts_per_token, info.expert_ffn = c.expert_ffn;
   info.mask_token_id = c.mask_token_id, info.eos_token_id = c.eos_token_id;
   info.rope_theta = c.rope_theta;
   info.max_position = c.max_position;

@@ -29,9 +29,10 @@ std::string gib(uint64_t bytes) { return format_bytes(bytes); }
 ModelConfig config_for(const std::string& model) {
   if (model == "llada-8b") return test_model_preset(Family::llada, "llada-8b");
   if (model == "dream-7b") return test_model_preset(Family::dream, "dream-7b");
-  if (model.empty()) fail("no model given (a preset: llada-8b, dream-7b; or a model folder)");
+  if (model == "llada-moe-7b") return test_model_preset(Family::llada_moe, "llada-moe-7b");
+  if (model.empty()) fail("no model given (a preset: llada-8b, dream-7b, llada-moe-7b; or a model folder)");
   if (!std::filesystem::is_directory(model))
-    fail("'{}' is neither a preset (llada-8b, dream-7b) nor a model folder", model);
+    fail("'{}' is neither a preset (llada-8b, dream-7b, llada-moe-7b) nor a model folder", model);
   return load_model_config(model);
 }
 
@@ -52,7 +53,6 @@ struct Setup {
 Setup setup_for(const PlanRequest& request) {
   Setup s;
   s.config = config_for(request.model);
-  if (s.config.family == Family::llada_moe) fail("LLaDA-MoE planning is not supported yet");
   std::string activations = request.activations;
   if (request.device == "cuda") {
     s.workspace = kCudaWorkspaceReserveBytes;
@@ -108,7 +108,8 @@ Setup setup_for(const PlanRequest& request) {
 std::string op_name(const Graph& graph, const GraphOp& op) {
   std::string name = op.layer >= 0 ? fmt::format("layer{}.", op.layer) : std::string();
   name += op_kind_name(op.kind);
-  if (op.kind == OpKind::linear || op.kind == OpKind::rms_norm)
+  if (op.kind == OpKind::linear || op.kind == OpKind::rms_norm || op.kind == OpKind::expert_linear ||
+      op.kind == OpKind::head_norm)
     name += fmt::format("({})", weight_role_name(op.weight));
   else if (op.kind == OpKind::rope)
     name += fmt::format("({})", graph.tensor_name(op.out.tensor));

@@ -19,8 +19,18 @@ BackendChoice make_step_runner(const Model& model, const EngineOptions& options)
   const bool gpu_visible = cuda_devices_visible();
   // A head dimension the CUDA attention kernels do not take: refused on "cuda", the CPU on "auto".
   const int64_t head_dim = model.config().head_dim;
-  const bool cuda_runs_it = cuda::attention_supports_head_dim(head_dim);
-  if (gpu_visible && !cuda_runs_it) {
+  // LLaDA-MoE's expert FFN and per-head q/k norms have CPU kernels only so far.
+  const bool cuda_runs_family = model.config().experts == 0 && !model.config().qk_norm;
+  if (gpu_visible && !cuda_runs_family) {
+    if (options.device == "cuda")
+      fail("{}: {} runs on the CPU only so far (its expert FFN has no CUDA kernels yet); use --device cpu",
+           printable_path(model.checkpoint().dir()), family_name(model.config().family));
+    if (options.device == "auto")
+      log(LogLevel::warn, "{}: {} has no CUDA kernels yet: running on the CPU",
+          printable_path(model.checkpoint().dir()), family_name(model.config().family));
+  }
+  const bool cuda_runs_it = cuda_runs_family && cuda::attention_supports_head_dim(head_dim);
+  if (gpu_visible && cuda_runs_family && !cuda_runs_it) {
     if (options.device == "cuda")
       fail("{}: head_dim {} cannot run on CUDA (its attention kernels take head_dim up to {}); use --device cpu",
            printable_path(model.checkpoint().dir()), head_dim, cuda::kAttentionMaxHeadDim);

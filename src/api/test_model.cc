@@ -12,15 +12,21 @@ void make_test_model(const TestModelRequest& request) {
   Family family;
   if (request.family == "llada") family = Family::llada;
   else if (request.family == "dream") family = Family::dream;
-  else fail("unknown family '{}' (expected llada or dream)", request.family);
+  else if (request.family == "llada-moe") family = Family::llada_moe;
+  else fail("unknown family '{}' (expected llada, dream or llada-moe)", request.family);
 
   ModelConfig config = test_model_preset(family, request.preset);
   if (request.layers) config.layers = *request.layers;
   if (request.hidden) config.hidden = *request.hidden;
   if (request.heads) config.heads = *request.heads;
   if (request.kv_heads) config.kv_heads = *request.kv_heads;
-  else if (request.heads && family == Family::llada) config.kv_heads = *request.heads;
+  else if (request.heads && family != Family::dream) config.kv_heads = *request.heads;
   if (request.ffn) config.ffn = *request.ffn;
+  if (family != Family::llada_moe && (request.experts || request.experts_per_token || request.expert_ffn))
+    fail("--experts, --experts-per-token and --expert-ffn apply to the llada-moe family");
+  if (request.experts) config.experts = *request.experts;
+  if (request.experts_per_token) config.experts_per_token = *request.experts_per_token;
+  if (request.expert_ffn) config.expert_ffn = *request.expert_ffn;
   if (request.vocab) {
     config.vocab = *request.vocab;
     // Keep the special ids inside a smaller vocabulary, in the same relative places.

@@ -28,6 +28,11 @@ int run_info(const InfoOptions& options) {
       {"attention", info.attention},
       {"mask_token_id", info.mask_token_id}, {"eos_token_id", info.eos_token_id},
       {"weight_bytes", info.weight_bytes},   {"weight_dtype", info.weight_dtype}};
+  if (info.experts > 0) {  // after ffn (a MoE model's FFNs are its experts)
+    report["experts"] = info.experts;
+    report["experts_per_token"] = info.experts_per_token;
+    report["expert_ffn"] = info.expert_ffn;
+  }
   if (options.json) {
     std::puts(dump_json(report, 2).c_str());
     return 0;

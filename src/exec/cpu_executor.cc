@@ -7,6 +7,7 @@
 #include "backend/cpu/elementwise.h"
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/lm_head.h"
+#include "backend/cpu/moe.h"
 #include "backend/cpu/norm.h"
 #include "backend/cpu/rope.h"
 #include "core/error.h"
@@ -16,7 +17,7 @@ namespace {
 
 static_assert(cpu::kLmHeadStats == kHeadStatsCols, "graph and kernel disagree on head stats");
 
-constexpr size_t kRoleCount = static_cast<size_t>(WeightRole::lm_head) + 1;
+constexpr size_t kRoleCount = static_cast<size_t>(WeightRole::expert_down) + 1;
 
 }  // namespace
 
@@ -35,7 +36,7 @@ CpuExecutor::CpuExecutor(const Model& model) : model_(model) {
   };
   for (size_t l = 0; l < layers; ++l)
     for (WeightRole role : {WeightRole::attn_norm, WeightRole::ffn_norm, WeightRole::q_bias,
-                            WeightRole::k_bias, WeightRole::v_bias})
+                            WeightRole::k_bias, WeightRole::v_bias, WeightRole::q_norm, WeightRole::k_norm})
       small_[l][static_cast<size_t>(role)] = convert(weight_of(w, static_cast<int32_t>(l), role));
   small_[layers][static_cast<size_t>(WeightRole::final_norm)] = convert(w.final_norm);
 }
@@ -165,6 +166,38 @@ std::vector<float> CpuExecutor::run(const Graph& graph, const PlannedStep& plann
       }
       case OpKind::swiglu:
         cpu::swiglu(op.rows, cols(op.out), f32(op.out), cols(op.out), f32(op.b), cols(op.b));
+        break;
+      case OpKind::head_norm: {  // rows of heads x head_dim, contiguous: rows x heads norms of head_dim
+        MOSAIC_ASSERT(cols(op.out) % c.head_dim == 0, "head_norm over {} columns", cols(op.out));
+        const int64_t norms = op.rows * (cols(op.out) / c.head_dim);
+        cpu::rms_norm(norms, c.head_dim, f32(op.out), c.head_dim, small_weight(op.layer, op.weight).data(), eps,
+                      f32(op.out), c.head_dim);
+        break;
+      }
+      case OpKind::moe_route:
+        cpu::moe_route(op.rows, c.experts, c.experts_per_token, f32(op.a), cols(op.a), i32(op.out), f32(op.out2));
+        break;
+      case OpKind::moe_permute:
+        cpu::moe_permute(op.rows, c.experts, c.experts_per_token, i32(op.a), i32(op.out), i32(op.out2));
+        break;
+      case OpKind::expert_linear: {  // one product per expert over its run of permuted rows
+        const int32_t* offsets = i32(op.index);
+        for (int64_t e = 0; e < c.experts; ++e) {
+          const int64_t first = offsets[e], rows = offsets[e + 1] - offsets[e];
+          if (rows == 0) continue;
+          const WeightView& weight = expert_weight_of(w, op.layer, op.weight, e);
+          cpu::GemmArgs args;
+          args.m = rows, args.n = weight.shape[0], args.k = weight.shape[1];
+          args.a = f32(op.a) + first * cols(op.a), args.lda = cols(op.a);
+          args.b = weight.data, args.b_dtype = weight.dtype, args.ldb = weight.shape[1];
+          args.c = f32(op.out) + first * cols(op.out), args.ldc = cols(op.out);
+          cpu::gemm_nt(args);
+        }
+        break;
+      }
+      case OpKind::moe_combine:
+        cpu::moe_combine(op.rows, c.hidden, c.experts_per_token, f32(op.out), cols(op.out), f32(op.a), cols(op.a),
+                         f32(op.b), i32(op.index));
         break;
       case OpKind::lm_head: {
         cpu::GemmArgs args;

@@ -444,6 +444,14 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
           x.gemm.run(args, stream);
           break;
         }
+        case OpKind::head_norm:
+        case OpKind::moe_route:
+        case OpKind::moe_permute:
+        case OpKind::expert_linear:
+        case OpKind::moe_combine:
+          // make_step_runner keeps these models on the CPU (api/step_runner_factory.cc).
+          MOSAIC_ASSERT(false, "{} has no CUDA kernel", op_kind_name(op.kind));
+          break;
         case OpKind::lm_head_stats: {
           MOSAIC_ASSERT(op.scratch.valid(), "the CUDA fused head needs its scratch tensor (head_scratch_per_row)");
           cuda::LmHeadArgs args;

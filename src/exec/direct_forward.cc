@@ -5,6 +5,7 @@
 #include "backend/cpu/attention.h"
 #include "backend/cpu/elementwise.h"
 #include "backend/cpu/gemm.h"
+#include "backend/cpu/moe.h"
 #include "backend/cpu/norm.h"
 #include "backend/cpu/rope.h"
 
@@ -50,6 +51,12 @@ std::vector<float> direct_forward(const Model& model, const PackedBatch& packed)
   std::vector<float> x(sz(T, c.hidden)), normed(sz(T, c.hidden)), projected(sz(T, c.hidden));
   std::vector<float> q(sz(T, c.q_dim())), k(sz(T, c.kv_dim())), v(sz(T, c.kv_dim()));
   std::vector<float> attended(sz(T, c.q_dim())), gate(sz(T, c.ffn)), up(sz(T, c.ffn));
+  const int64_t K = c.experts_per_token;
+  std::vector<float> router(sz(T, c.experts)), route_weights(sz(T, K));
+  std::vector<int32_t> route_experts(sz(T, K)), own_slots(static_cast<size_t>(K));
+  std::vector<float> expert_gate(static_cast<size_t>(c.expert_ffn)), expert_up(static_cast<size_t>(c.expert_ffn));
+  std::vector<float> expert_out(sz(K, c.hidden));
+  for (int64_t j = 0; j < K; ++j) own_slots[static_cast<size_t>(j)] = static_cast<int32_t>(j);
   const std::vector<float> inv_freq = cpu::rope_inv_freq(c.head_dim, c.rope_theta);
   const float eps = static_cast<float>(c.rms_eps);
 
@@ -61,12 +68,19 @@ std::vector<float> direct_forward(const Model& model, const PackedBatch& packed)
 
   cpu::embedding_gather(T, c.hidden, packed.ids.data(), w.embedding.data, w.embedding.dtype,
                         x.data(), c.hidden);
-  for (const LayerWeights& layer : w.layers) {
+  for (int32_t l = 0; l < static_cast<int32_t>(w.layers.size()); ++l) {
+    const LayerWeights& layer = w.layers[static_cast<size_t>(l)];
     cpu::rms_norm(T, c.hidden, x.data(), c.hidden, to_f32(layer.attn_norm).data(), eps,
                   normed.data(), c.hidden);
     linear(T, normed.data(), c.hidden, layer.q, to_f32(layer.q_bias), q.data());
     linear(T, normed.data(), c.hidden, layer.k, to_f32(layer.k_bias), k.data());
     linear(T, normed.data(), c.hidden, layer.v, to_f32(layer.v_bias), v.data());
+    if (c.qk_norm) {  // every head's head_dim values: rows x heads norms
+      cpu::rms_norm(T * c.heads, c.head_dim, q.data(), c.head_dim, to_f32(layer.q_norm).data(), eps, q.data(),
+                    c.head_dim);
+      cpu::rms_norm(T * c.kv_heads, c.head_dim, k.data(), c.head_dim, to_f32(layer.k_norm).data(), eps, k.data(),
+                    c.head_dim);
+    }
     cpu::rope_apply(T, c.heads, c.head_dim, q.data(), c.q_dim(), packed.positions.data(),
                     inv_freq.data());
     cpu::rope_apply(T, c.kv_heads, c.head_dim, k.data(), c.kv_dim(), packed.positions.data(),
@@ -85,6 +99,23 @@ std::vector<float> direct_forward(const Model& model, const PackedBatch& packed)
 
     cpu::rms_norm(T, c.hidden, x.data(), c.hidden, to_f32(layer.ffn_norm).data(), eps,
                   normed.data(), c.hidden);
+    if (c.moe_layer(l)) {
+      linear(T, normed.data(), c.hidden, layer.router, {}, router.data());
+      cpu::moe_route(T, c.experts, K, router.data(), c.experts, route_experts.data(), route_weights.data());
+      for (int64_t t = 0; t < T; ++t) {
+        const float* row = normed.data() + t * c.hidden;
+        for (int64_t j = 0; j < K; ++j) {
+          const ExpertWeights& expert = layer.experts.at(static_cast<size_t>(route_experts[static_cast<size_t>(t * K + j)]));
+          linear(1, row, c.hidden, expert.gate, {}, expert_gate.data());
+          linear(1, row, c.hidden, expert.up, {}, expert_up.data());
+          cpu::swiglu(1, c.expert_ffn, expert_gate.data(), c.expert_ffn, expert_up.data(), c.expert_ffn);
+          linear(1, expert_gate.data(), c.expert_ffn, expert.down, {}, expert_out.data() + j * c.hidden);
+        }
+        cpu::moe_combine(1, c.hidden, K, x.data() + t * c.hidden, c.hidden, expert_out.data(), c.hidden,
+                         route_weights.data() + t * K, own_slots.data());
+      }
+      continue;
+    }
     linear(T, normed.data(), c.hidden, layer.gate, {}, gate.data());
     linear(T, normed.data(), c.hidden, layer.up, {}, up.data());
     cpu::swiglu(T, c.ffn, gate.data(), c.ffn, up.data(), c.ffn);

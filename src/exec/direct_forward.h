@@ -6,6 +6,9 @@
 //               rope(q), rope(k);  x += attention(q, k, v) Wo^T
 //               n = rms_norm(x);   x += (silu(n Wg^T) * (n Wu^T)) Wd^T
 //   logits[r] = rms_norm(x[logit_rows[r]]) Wlm^T        (only the requested rows)
+//
+// LLaDA-MoE: q and k normalised per head before RoPE; the FFN row by row over the row's
+// experts, y = sum_j p_j (silu(n We_g^T) * (n We_u^T)) We_d^T in expert order.
 #pragma once
 
 #include <vector>

@@ -64,7 +64,7 @@ void attention_block(DecoderBuilder& b, int32_t l, const CachedLayerTensors& cac
     const int32_t v = g.tensor(Role::v, Cat::kv, b.act(), kv_cap, c.kv_dim(), l, chunk);
     b.linear(l, WeightRole::k, {k, 0}, n, r.rows, c.qkv_bias);
     b.linear(l, WeightRole::v, {v, 0}, n, r.rows, c.qkv_bias);
-    b.rope({k, 0}, b.positions, r.begin, r.rows);
+    b.encode_positions(l, WeightRole::k, {k, 0}, b.positions, r.begin, r.rows);
     store_rows(b, cache.cache_k, k, kv_rows, r.begin, r.rows);
     store_rows(b, cache.cache_v, v, kv_rows, r.begin, r.rows);
   }
@@ -96,7 +96,7 @@ Graph build_cached_decoder_graph(const ModelConfig& config, const StepShape& sha
   b.begin();
   for (int32_t l = 0; l < static_cast<int32_t>(config.layers); ++l) {
     attention_block(b, l, cache[static_cast<size_t>(l)], kv_rows);
-    b.ffn_block(l);
+    b.ffn(l);
   }
   Graph graph = b.finish();
   graph.kv_rows = kv_rows;

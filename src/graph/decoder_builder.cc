@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "graph/moe_ffn.h"
 
 namespace mosaic {
 namespace {
@@ -103,6 +104,16 @@ void DecoderBuilder::rope(TensorRef target, int32_t positions_of_rows, int64_t r
   this->op(op);
 }
 
+void DecoderBuilder::encode_positions(int32_t layer, WeightRole projection, TensorRef target,
+                                      int32_t positions_of_rows, int64_t row, int64_t rows) {
+  if (c.qk_norm) {
+    GraphOp norm = make(OpKind::head_norm, layer, projection == WeightRole::q ? WeightRole::q_norm : WeightRole::k_norm,
+                        target, {}, rows);
+    op(norm);
+  }
+  rope(target, positions_of_rows, row, rows);
+}
+
 void DecoderBuilder::attention(int32_t layer, int32_t out, int32_t q, int32_t k, int32_t v, int64_t row,
                                int64_t rows) {
   GraphOp op = make(OpKind::attention, layer, WeightRole::embedding, {out, 0}, {q, 0}, rows);
@@ -135,8 +146,8 @@ int32_t DecoderBuilder::project_qkv(int32_t l, int32_t k, int32_t v) {
   linear(l, WeightRole::q, {q, 0}, n, T, c.qkv_bias);
   linear(l, WeightRole::k, {k, 0}, n, T, c.qkv_bias);
   linear(l, WeightRole::v, {v, 0}, n, T, c.qkv_bias);
-  rope({q, 0}, positions, 0, T);
-  rope({k, 0}, positions, 0, T);
+  encode_positions(l, WeightRole::q, {q, 0}, positions, 0, T);
+  encode_positions(l, WeightRole::k, {k, 0}, positions, 0, T);
   return q;
 }
 
@@ -151,7 +162,7 @@ void DecoderBuilder::query_pass(int32_t l, int32_t k, int32_t v) {
     norm(l, WeightRole::attn_norm, n, r.begin, r.rows);
     const int32_t q = g.tensor(TensorRole::q, TensorCategory::query, act(), q_rows, c.q_dim(), l, chunk);
     linear(l, WeightRole::q, {q, 0}, n, r.rows, c.qkv_bias);
-    rope({q, 0}, row_positions, r.begin, r.rows);
+    encode_positions(l, WeightRole::q, {q, 0}, row_positions, r.begin, r.rows);
     query_tail(l, q, k, v, r.begin, r.rows, chunk);
   }
 }
@@ -173,6 +184,11 @@ void DecoderBuilder::gather_candidates() {
   op(pos);
   x = xc, row_positions = pc, R = M, runs = &candidate_runs;
   head_reads_candidates = true;
+}
+
+void DecoderBuilder::ffn(int32_t l) {
+  if (c.moe_layer(l)) moe_ffn_block(*this, l);
+  else ffn_block(l);
 }
 
 void DecoderBuilder::ffn_block(int32_t l) {

@@ -57,6 +57,10 @@ struct DecoderBuilder {
   // x[row, row + rows) += in W^T: a projection closing a residual block.
   void linear_into_residual(int32_t layer, WeightRole weight, int32_t in, int64_t row, int64_t rows);
   void rope(TensorRef target, int32_t positions_of_rows, int64_t row, int64_t rows);
+  // Positions into freshly projected q or k rows (`projection`: q or k): the per-head norm of a
+  // model that has one (LLaDA-MoE's q_norm / k_norm), then RoPE.
+  void encode_positions(int32_t layer, WeightRole projection, TensorRef target, int32_t positions_of_rows,
+                        int64_t row, int64_t rows);
   // out = attention of the current rows [row, row + rows) (their queries in q, from row 0)
   // against k / v, over the segments of their runs.
   void attention(int32_t layer, int32_t out, int32_t q, int32_t k, int32_t v, int64_t row, int64_t rows);
@@ -73,6 +77,9 @@ struct DecoderBuilder {
   bool candidates_only(int32_t l) const;
   // From here on the rows are the candidates (their residual rows and positions gathered).
   void gather_candidates();
+  // Layer l's FFN: the dense SwiGLU (ffn_block) or, for a mixture-of-experts layer, the expert
+  // group (graph/moe_ffn.h), over the current rows in ffn chunks.
+  void ffn(int32_t l);
   void ffn_block(int32_t l);
   int32_t head();
   Graph finish();

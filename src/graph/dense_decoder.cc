@@ -1,4 +1,6 @@
-// Step graph template of the dense pre-norm decoders (LLaDA-8B, Dream-7B):
+// Step graph template of the pre-norm decoders (LLaDA-8B, Dream-7B, LLaDA-MoE; a layer's FFN is
+// the dense SwiGLU below or the mixture-of-experts group of graph/moe_ffn.h, its q and k
+// normalised per head where the model says so):
 //
 //   x = embed(ids)                                          residual [T, H]
 //   per layer:
@@ -53,7 +55,7 @@ void attention_block(DecoderBuilder& b, int32_t l) {
     b.norm(l, WeightRole::attn_norm, n, r.begin, r.rows);
     b.linear(l, WeightRole::k, {k, r.begin}, n, r.rows, c.qkv_bias);
     b.linear(l, WeightRole::v, {v, r.begin}, n, r.rows, c.qkv_bias);
-    b.rope({k, r.begin}, b.positions, r.begin, r.rows);
+    b.encode_positions(l, WeightRole::k, {k, r.begin}, b.positions, r.begin, r.rows);
   }
   b.query_pass(l, k, v);
 }
@@ -67,7 +69,7 @@ Graph build_dense_decoder_graph(const ModelConfig& config, const StepShape& shap
   b.begin();
   for (int32_t l = 0; l < static_cast<int32_t>(config.layers); ++l) {
     attention_block(b, l);
-    b.ffn_block(l);
+    b.ffn(l);
   }
   return b.finish();
 }

@@ -23,6 +23,7 @@ std::string_view category_name(TensorCategory category) {
     case TensorCategory::ffn: return "ffn";
     case TensorCategory::head: return "head";
     case TensorCategory::kv_cache: return "kv_cache";
+    case TensorCategory::experts: return "experts";
     case TensorCategory::count: break;
   }
   return "?";
@@ -40,6 +41,11 @@ std::string_view op_kind_name(OpKind kind) {
     case OpKind::lm_head_stats: return "lm_head_stats";
     case OpKind::gather_rows: return "gather_rows";
     case OpKind::scatter_rows: return "scatter_rows";
+    case OpKind::head_norm: return "head_norm";
+    case OpKind::moe_route: return "moe_route";
+    case OpKind::moe_permute: return "moe_permute";
+    case OpKind::expert_linear: return "expert_linear";
+    case OpKind::moe_combine: return "moe_combine";
   }
   return "?";
 }
@@ -69,6 +75,15 @@ std::string_view role_name(TensorRole role) {
     case TensorRole::kv_rows: return "kv_rows";
     case TensorRole::cache_k: return "cache_k";
     case TensorRole::cache_v: return "cache_v";
+    case TensorRole::router_logits: return "router_logits";
+    case TensorRole::route_experts: return "route_experts";
+    case TensorRole::route_weights: return "route_weights";
+    case TensorRole::route_slots: return "route_slots";
+    case TensorRole::expert_rows: return "expert_rows";
+    case TensorRole::expert_input: return "expert_input";
+    case TensorRole::expert_gate: return "expert_gate";
+    case TensorRole::expert_up: return "expert_up";
+    case TensorRole::expert_output: return "expert_output";
   }
   return "?";
 }

@@ -31,6 +31,7 @@ enum class TensorCategory : uint8_t {
   ffn,        // gate and up projections (SwiGLU writes over gate)
   head,       // LM head input and results
   kv_cache,   // a sequence's cached K and V (resident: not in the arena, planned beside it)
+  experts,    // a mixture-of-experts FFN: router logits, routes, the rows permuted by expert
   count,
 };
 
@@ -42,6 +43,15 @@ enum class TensorRole : uint8_t {
   candidate_residual, candidate_positions,  // the last layer's candidate rows (gathered)
   kv_rows,                                   // cached step: each computed row's row in the cache
   cache_k, cache_v,                          // cached step: a layer's K / V cache (resident)
+  // A mixture-of-experts FFN (graph/moe_ffn.h), R rows each taking K of E experts:
+  router_logits,   // [R, E]
+  route_experts,   // i32 [R, K]: each row's experts, ascending
+  route_weights,   // f32 [R, K]: their router probabilities
+  route_slots,     // i32 [R, K]: where each (row, expert) sits among the permuted rows
+  expert_rows,     // i32 [E + 1 + R K, 1]: each expert's first permuted row, then each permuted row's source row
+  expert_input,    // [R K, hidden]: the rows permuted by expert
+  expert_gate, expert_up,  // [R K, expert_ffn]
+  expert_output,   // [R K, hidden]
 };
 
 struct GraphTensor {
@@ -71,6 +81,12 @@ enum class OpKind : uint8_t {
   lm_head_stats,  // fused: per candidate row, statistics of a W_lm^T without materialising it
   gather_rows,    // out[r] = a[index[r]], whole rows of any dtype (the last layer's candidates)
   scatter_rows,   // out[index[r]] = a[r], whole rows (a cached step's fresh K/V into the cache)
+  head_norm,      // in place on out [rows, heads * head_dim]: RMSNorm of each head's head_dim values
+  // The mixture-of-experts FFN (graph/moe_ffn.h):
+  moe_route,      // a router logits [rows, E] -> out route_experts, out2 route_weights (top K of softmax)
+  moe_permute,    // a route_experts -> out expert_rows (offsets, then source rows), out2 route_slots
+  expert_linear,  // out[p] = a[p] W_e^T for the permuted rows p of each expert e (offsets: index)
+  moe_combine,    // in place: out[r] += sum over K of b[r, j] * a[index[r, j]], in expert order
 };
 
 struct TensorRef {
@@ -86,6 +102,7 @@ struct GraphOp {
   bool has_bias = false;         // linear: the weight's bias (q/k/v) is added
   bool accumulate = false;       // linear: adds its product to out (the residual stream) in place
   TensorRef out, a, b, c;        // see OpKind for the meaning of each
+  TensorRef out2;                // a second output (moe_route, moe_permute)
   TensorRef index;               // rms_norm over gathered rows; gather_rows' source rows
   TensorRef scratch;             // memory the op uses only while it runs (the fused head's partials)
   int64_t rows = 0;              // rows processed

@@ -32,10 +32,12 @@ void GraphBuilder::write(const TensorRef& ref, int32_t op) {
 void GraphBuilder::op(GraphOp op) {
   const int32_t index = graph_.op_count();
   MOSAIC_ASSERT(op.out.valid(), "op {} has no output", index);
-  const bool in_place = op.kind == OpKind::rope || op.kind == OpKind::swiglu || op.accumulate;
+  const bool in_place = op.kind == OpKind::rope || op.kind == OpKind::swiglu || op.kind == OpKind::head_norm ||
+                        op.kind == OpKind::moe_combine || op.accumulate;
   if (in_place) read(op.out, index);
   for (const TensorRef* input : {&op.a, &op.b, &op.c, &op.index}) read(*input, index);
   write(op.out, index);
+  if (op.out2.valid()) write(op.out2, index);
   if (op.scratch.valid()) write(op.scratch, index);
   graph_.ops.push_back(op);
 }

@@ -13,7 +13,8 @@ class GraphBuilder {
  public:
   int32_t tensor(TensorRole role, TensorCategory category, DType dtype, int64_t rows, int64_t cols,
                  int32_t layer = -1, int32_t chunk = -1);
-  // Appends an op; `out` is written, `a`, `b`, `c`, `index` are read. In-place ops read `out` too.
+  // Appends an op; `out` (and `out2`) are written, `a`, `b`, `c`, `index` are read. In-place ops
+  // read `out` too.
   void op(GraphOp op);
   int32_t add_segments(std::span<const AttentionSegment> segments);
 

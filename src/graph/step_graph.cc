@@ -57,9 +57,9 @@ Graph instantiate_step_graph(const ModelConfig& config, const StepShape& shape,
   switch (config.family) {
     case Family::llada:
     case Family::dream:
+    case Family::llada_moe:
       return shape.is_cached() ? build_cached_decoder_graph(config, shape, chunks, options)
                                : build_dense_decoder_graph(config, shape, chunks, options);
-    case Family::llada_moe: break;
   }
   fail("no step graph template for family {}", family_name(config.family));
 }

@@ -54,6 +54,46 @@ TEST(StepGraph, UnchunkedShapesAndLifetimes) {
   EXPECT_EQ(candidates.last_op, g.op_count() - 2);  // read by the head's norm
 }
 
+// LLaDA-MoE: q and k normalised per head before RoPE; each layer's FFN is the expert group, its
+// permuted buffers sized by rows x experts per token whatever the routing (graph/moe_ffn.h).
+TEST(StepGraph, MixtureOfExpertsBuffersAreRowsTimesK) {
+  const ModelConfig c = test_model_preset(Family::llada_moe, "tiny");  // 8 experts, 2 per token
+  const Graph g = instantiate_step_graph(c, StepShape{{10, 4}, {6, 2}}, ChunkConfig{1, 1, 3, 1}, {});
+  std::map<TensorRole, int> count;
+  for (const GraphTensor& t : g.tensors) {
+    ++count[t.role];
+    const int64_t cap = t.layer + 1 == c.layers ? 3 : 5;  // ffn chunks of ceil(8 / 3) candidates, ceil(14 / 3) rows
+    switch (t.role) {
+      case TensorRole::router_logits: EXPECT_EQ(t.rows, cap); EXPECT_EQ(t.cols, 8); break;
+      case TensorRole::route_experts:
+      case TensorRole::route_slots: EXPECT_EQ(t.rows, cap); EXPECT_EQ(t.cols, 2); EXPECT_EQ(t.dtype, DType::i32); break;
+      case TensorRole::route_weights: EXPECT_EQ(t.dtype, DType::f32); EXPECT_EQ(t.cols, 2); break;
+      case TensorRole::expert_rows: EXPECT_EQ(t.rows, 8 + 1 + cap * 2); break;
+      case TensorRole::expert_input:
+      case TensorRole::expert_output: EXPECT_EQ(t.rows, cap * 2); EXPECT_EQ(t.cols, c.hidden); break;
+      case TensorRole::expert_gate:
+      case TensorRole::expert_up: EXPECT_EQ(t.rows, cap * 2); EXPECT_EQ(t.cols, c.expert_ffn); break;
+      case TensorRole::gate:
+      case TensorRole::up: ADD_FAILURE() << "a dense FFN tensor in a mixture-of-experts graph"; break;
+      default: break;
+    }
+    if (t.role == TensorRole::expert_input) EXPECT_EQ(t.category, TensorCategory::experts);
+  }
+  EXPECT_EQ(count[TensorRole::expert_input], 3 * c.layers);
+  int head_norms = 0, ropes = 0;
+  for (size_t i = 0; i < g.ops.size(); ++i) {
+    if (g.ops[i].kind == OpKind::head_norm) {
+      ++head_norms;
+      ASSERT_LT(i + 1, g.ops.size());
+      EXPECT_EQ(g.ops[i + 1].kind, OpKind::rope) << "the per-head norm comes right before RoPE";
+      EXPECT_EQ(g.ops[i + 1].out.tensor, g.ops[i].out.tensor);
+    }
+    if (g.ops[i].kind == OpKind::rope) ++ropes;
+  }
+  EXPECT_EQ(head_norms, ropes);
+  EXPECT_EQ(head_norms, 2 * c.layers);
+}
+
 TEST(StepGraph, AllRowsInTheLastLayerIsTheEarlierGraph) {
   const ModelConfig c = test_model_preset(Family::llada, "tiny");
   const StepShape shape{{10, 4}, {6, 2}};

@@ -131,6 +131,42 @@ TEST_F(CheckpointTest, TiedEmbeddingsNeedNoHead) {
   EXPECT_EQ(model->weights().lm_head.data, model->weights().embedding.data);
 }
 
+// LLaDA-MoE (small_config: 8 experts of width 96, 2 per token): the experts bound per layer, and
+// damaged folders named by the tensor or field.
+TEST_F(CheckpointTest, LoadsLladaMoeExperts) {
+  write(Family::llada_moe, 2);
+  const auto model = Model::load(dir_);
+  const ModelWeights& w = model->weights();
+  ASSERT_EQ(w.layers[1].experts.size(), 8u);
+  EXPECT_EQ(w.layers[1].experts[7].down.name, "model.layers.1.mlp.experts.7.down_proj.weight");
+  EXPECT_EQ(w.layers[1].experts[7].down.shape, (std::vector<int64_t>{64, 96}));
+  EXPECT_EQ(expert_weight_of(w, 0, WeightRole::expert_up, 3).name, "model.layers.0.mlp.experts.3.up_proj.weight");
+  EXPECT_EQ(w.layers[0].router.shape, (std::vector<int64_t>{8, 64}));
+  EXPECT_EQ(w.layers[0].q_norm.shape, (std::vector<int64_t>{16}));
+  EXPECT_EQ(w.layers[0].k_norm.name, "model.layers.0.self_attn.k_norm.weight");
+}
+
+TEST_F(CheckpointTest, DamagedLladaMoeFolders) {
+  write(Family::llada_moe);
+  auto specs = family_specs(Family::llada_moe);
+  std::erase_if(specs, [](const SafetensorsTensorSpec& t) { return t.name == "model.layers.1.mlp.experts.3.up_proj.weight"; });
+  rewrite_single_file(specs);
+  EXPECT_THAT(load_error(), HasSubstr("missing tensor 'model.layers.1.mlp.experts.3.up_proj.weight' "
+                                      "(a llada-moe checkpoint with this config.json needs shape [96, 64])"));
+  // A ninth expert the config does not have.
+  specs = family_specs(Family::llada_moe);
+  specs.push_back({"model.layers.0.mlp.experts.8.gate_proj.weight", DType::bf16, {96, 64}});
+  rewrite_single_file(specs);
+  EXPECT_THAT(load_error(), HasSubstr("unexpected tensor 'model.layers.0.mlp.experts.8.gate_proj.weight'"));
+  // A config with more experts than the folder holds: the router's shape names the disagreement.
+  rewrite_single_file(family_specs(Family::llada_moe));
+  json config = read_json("config.json");
+  config["num_experts"] = 16;
+  write_json("config.json", config);
+  EXPECT_THAT(load_error(), HasSubstr("tensor 'model.layers.0.mlp.gate.weight' has shape [8, 64] but config.json "
+                                      "implies [16, 64]"));
+}
+
 TEST_F(CheckpointTest, TruncatedFile) {
   write(Family::llada);
   fs::resize_file(dir_ / "model.safetensors", fs::file_size(dir_ / "model.safetensors") - 100);

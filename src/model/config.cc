@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <limits>
 #include <optional>
 
@@ -100,6 +101,7 @@ constexpr int64_t kMaxHidden = int64_t{1} << 20;
 constexpr int64_t kMaxLayers = 4096;
 constexpr int64_t kMaxHeads = 4096;
 constexpr int64_t kMaxFfn = int64_t{1} << 22;
+constexpr int64_t kMaxExperts = int64_t{1} << 16;
 constexpr int64_t kMaxVocab = int64_t{1} << 24;
 constexpr int64_t kMaxTokenId = std::numeric_limits<int32_t>::max();
 // A released config.json is a few KiB; the cap bounds what a hostile one costs (the parsed form
@@ -228,17 +230,61 @@ ModelConfig parse_dream(const json& root, std::string_view source, std::string a
   return config;
 }
 
-// LLaDA-MoE is recognised and validated, then refused until its own issue lands.
-[[noreturn]] void refuse_llada_moe(const json& root, std::string_view source) {
+// LLaDA-MoE-7B-A1B (moe-models.md section 1): HF field names, no mask id in the released config
+// (156895, the id every peer uses), eos 156892. Fields the released forward ignores
+// (norm_topk_prob, moe_router_score_function, routed_scaling_factor, router groups) are ignored
+// here too; fields that would change the forward are refused unless they hold the released value.
+ModelConfig parse_llada_moe(const json& root, std::string_view source, std::string architecture) {
   const ConfigFields fields(root, source, "LLaDA-MoE");
-  fields.integer("hidden_size", 1, kMaxHidden);
-  fields.integer("num_hidden_layers", 1, kMaxLayers);
-  fields.integer("num_attention_heads", 1, kMaxHeads);
-  const int64_t experts = fields.integer("num_experts", 1, 1 << 16);
-  const int64_t active = fields.integer("num_experts_per_tok", 1, experts);
-  fail("{}: LLaDA-MoE (LLaDAMoEModelLM, {} experts, {} active) is not supported yet; "
-       "supported: LLaDA (LLaDAModelLM) and Dream (DreamModel)",
-       source, experts, active);
+  ModelConfig config;
+  config.family = Family::llada_moe;
+  config.architecture = std::move(architecture);
+  config.hidden = fields.integer("hidden_size", 1, kMaxHidden);
+  config.layers = fields.integer("num_hidden_layers", 1, kMaxLayers);
+  config.heads = fields.integer("num_attention_heads", 1, kMaxHeads);
+  config.kv_heads = fields.integer_or("num_key_value_heads", config.heads, 1, kMaxHeads);
+  config.head_dim = config.hidden / config.heads;
+  if (fields.has("head_dim") && fields.integer("head_dim", 1, kMaxHidden) != config.hidden / config.heads)
+    fail("{}: field 'head_dim' differs from hidden_size / num_attention_heads ({}); not supported", source,
+         config.hidden / config.heads);
+  config.experts = fields.integer("num_experts", 1, kMaxExperts);
+  config.experts_per_token = fields.integer("num_experts_per_tok", 1, config.experts);
+  config.expert_ffn = fields.integer("expert_intermediate_size", 1, kMaxFfn);
+  config.ffn = fields.integer_or("dense_intermediate_size", 0, 0, kMaxFfn);  // unused: every layer is MoE
+  config.vocab = fields.integer("vocab_size", 1, kMaxVocab);
+  config.rope_theta = fields.number_or("rope_theta", 10000.0, 1.0, 1e12);
+  config.rms_eps = fields.number_or("rms_norm_eps", 1e-5, 0.0, 1.0);
+  config.tied_embeddings = fields.boolean_or("tie_word_embeddings", false);
+  config.qk_norm = fields.boolean_or("qk_layernorm", true);
+  config.mask_token_id = fields.integer_or("mask_token_id", 156895, 0, kMaxTokenId);
+  config.eos_token_id = fields.integer_or("eos_token_id", 156892, 0, kMaxTokenId);
+  config.pad_token_id = fields.integer_or("pad_token_id", config.eos_token_id, 0, kMaxTokenId);
+  config.max_position = fields.integer_or("max_position_embeddings", 0, 0, int64_t{1} << 40);
+  config.torch_dtype = fields.string_or("torch_dtype", "");
+
+  fields.require("hidden_act", "silu", "the experts are SiLU-gated");
+  fields.require("attention_bias", false, "the projections carry no bias");
+  fields.require("partial_rotary_factor", 1.0, "LLaDA-MoE rotates every dimension");
+  fields.require("moe_router_enable_expert_bias", false, "the released router has no expert bias");
+  fields.require_null("shared_expert_intermediate_size", "LLaDA-MoE has no shared expert");
+  fields.require_null("rope_scaling", "rotary scaling is not implemented");
+  fields.require_null("clip_qkv", "q/k/v clipping is not implemented");
+  // moe_layer_freq: one entry per layer, 1 for a MoE layer; the released model has no dense layer.
+  if (fields.has("moe_layer_freq")) {
+    const json& freq = root.at("moe_layer_freq");
+    const bool all_moe = freq.is_array() && std::ranges::all_of(freq, [](const json& entry) {
+      return entry.is_number_integer() && entry.get<int64_t>() == 1;
+    });
+    if (!all_moe)
+      fail("{}: field 'moe_layer_freq' = {} is not supported (every layer of LLaDA-MoE is a mixture of "
+           "experts; expected a list of 1s)", source, freq.dump().substr(0, 200));
+  }
+  if (!config.qk_norm)
+    fail("{}: field 'qk_layernorm' = false is not supported (LLaDA-MoE normalises q and k per head)", source);
+  config.block_attention = block_attention_of(fields);
+  check_shape(config, source, "hidden_size", "num_attention_heads", "num_key_value_heads");
+  check_token_ids(config, fields);
+  return config;
 }
 
 std::string architecture_of(const json& root, std::string_view source) {
@@ -276,7 +322,7 @@ ModelConfig parse_model_config(std::string_view json_text, std::string_view sour
   std::string architecture = architecture_of(root, source);
   if (architecture == "LLaDAModelLM") return parse_llada(root, source, std::move(architecture));
   if (architecture == "DreamModel") return parse_dream(root, source, std::move(architecture));
-  if (architecture == "LLaDAMoEModelLM") refuse_llada_moe(root, source);
+  if (architecture == "LLaDAMoEModelLM") return parse_llada_moe(root, source, std::move(architecture));
   fail("{}: architecture '{}' is not supported (expected LLaDAModelLM, DreamModel or "
        "LLaDAMoEModelLM)",
        source, architecture);

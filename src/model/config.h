@@ -25,7 +25,7 @@ struct ModelConfig {
   int64_t heads = 0;               // query heads
   int64_t kv_heads = 0;            // key/value heads (GQA when < heads)
   int64_t head_dim = 0;            // hidden / heads
-  int64_t ffn = 0;                 // SwiGLU width
+  int64_t ffn = 0;                 // SwiGLU width (dense layers)
   int64_t vocab = 0;               // rows of the embedding and of the LM head
   double rope_theta = 10000.0;
   double rms_eps = 1e-5;
@@ -39,9 +39,17 @@ struct ModelConfig {
   // Block-causal attention (config.json "block_attention": "prompt" | "absolute"; absent: full
   // attention). The block is the generation's block length (docs/design/cached-decoding.md).
   BlockAttention block_attention = BlockAttention::none;
+  // Per-head RMSNorm of q and k before RoPE, with one [head_dim] weight each (LLaDA-MoE).
+  bool qk_norm = false;
+  // Mixture of experts (LLaDA-MoE): every layer's FFN is `experts` SwiGLU experts of width
+  // expert_ffn, of which each row takes the experts_per_token most probable (router softmax, no
+  // renormalisation). experts == 0: dense FFNs.
+  int64_t experts = 0, experts_per_token = 0, expert_ffn = 0;
 
   int64_t q_dim() const { return heads * head_dim; }
   int64_t kv_dim() const { return kv_heads * head_dim; }
+  // Whether decoder layer `layer`'s FFN is the mixture of experts (else the dense SwiGLU).
+  bool moe_layer(int64_t /*layer*/) const { return experts > 0; }
   // Dream predicts position p from hidden row p - 1 (it was adapted from an AR model).
   bool shifted_logits() const { return family == Family::dream; }
 };

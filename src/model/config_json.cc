@@ -96,6 +96,49 @@ ordered_json dream_json(const ModelConfig& c) {
   return j;
 }
 
+// Field set and order of inclusionAI/LLaDA-MoE-7B-A1B's config.json (moe-models.md 1.2), with
+// Mosaic's mask_token_id, which the released file lacks (its mask id is the family default).
+ordered_json llada_moe_json(const ModelConfig& c) {
+  ordered_json j;
+  j["architectures"] = {"LLaDAMoEModelLM"};
+  j["attention_bias"] = false;
+  j["attention_dropout"] = 0.0;
+  j["auto_map"] = {{"AutoConfig", "configuration_lladamoe.LLaDAConfig"},
+                   {"AutoModel", "modeling_lladamoe.LLaDAMoEModelLM"},
+                   {"AutoModelForCausalLM", "modeling_lladamoe.LLaDAMoEModelLM"}};
+  j["clip_qkv"] = nullptr;
+  j["dense_intermediate_size"] = c.ffn;
+  j["eos_token_id"] = c.eos_token_id;
+  j["expert_intermediate_size"] = c.expert_ffn;
+  j["hidden_act"] = "silu";
+  j["hidden_size"] = c.hidden;
+  j["initializer_range"] = 0.02;
+  j["mask_token_id"] = c.mask_token_id;
+  j["max_position_embeddings"] = c.max_position;
+  j["model_type"] = "llada";
+  j["moe_layer_freq"] = std::vector<int64_t>(static_cast<size_t>(c.layers), 1);
+  j["moe_router_enable_expert_bias"] = false;
+  j["norm_topk_prob"] = false;
+  j["num_attention_heads"] = c.heads;
+  j["num_experts"] = c.experts;
+  j["num_experts_per_tok"] = c.experts_per_token;
+  j["num_hidden_layers"] = c.layers;
+  j["num_key_value_heads"] = c.kv_heads;
+  j["pad_token_id"] = c.pad_token_id;
+  j["partial_rotary_factor"] = 1.0;
+  j["qk_layernorm"] = c.qk_norm;
+  j["rms_norm_eps"] = c.rms_eps;
+  j["rope_scaling"] = nullptr;
+  j["rope_theta"] = c.rope_theta;
+  j["shared_expert_intermediate_size"] = nullptr;
+  j["tie_word_embeddings"] = c.tied_embeddings;
+  j["torch_dtype"] = c.torch_dtype;
+  j["transformers_version"] = "4.52.4";
+  j["use_cache"] = false;
+  j["vocab_size"] = c.vocab;
+  return j;
+}
+
 }  // namespace
 
 ordered_json model_config_to_json(const ModelConfig& config) {
@@ -103,7 +146,7 @@ ordered_json model_config_to_json(const ModelConfig& config) {
   switch (config.family) {
     case Family::llada: j = llada_json(config); break;
     case Family::dream: j = dream_json(config); break;
-    case Family::llada_moe: fail("writing {} configs is not supported", family_name(config.family));
+    case Family::llada_moe: j = llada_moe_json(config); break;
   }
   if (config.block_attention != BlockAttention::none) j["block_attention"] = block_attention_name(config.block_attention);
   return j;

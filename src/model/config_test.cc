@@ -173,11 +173,55 @@ TEST(Config, UnsupportedFeaturesAreRefused) {
               HasSubstr("'rope_scaling'"));
 }
 
-TEST(Config, LladaMoeIsRecognisedAndRefused) {
-  const char* moe = R"({"architectures": ["LLaDAMoEModelLM"], "model_type": "llada",
-    "hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 16,
-    "num_experts": 64, "num_experts_per_tok": 8, "vocab_size": 157184})";
-  EXPECT_THAT(error_of(moe), HasSubstr("LLaDA-MoE (LLaDAMoEModelLM, 64 experts, 8 active) is not supported yet"));
+// LLaDA-MoE-7B-A1B's fields (moe-models.md 1.2); the released file has no mask id.
+constexpr const char* kLladaMoe = R"({"architectures": ["LLaDAMoEModelLM"], "model_type": "llada",
+  "hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 16, "num_key_value_heads": 16,
+  "num_experts": 64, "num_experts_per_tok": 8, "expert_intermediate_size": 1024,
+  "dense_intermediate_size": 8192, "shared_expert_intermediate_size": null,
+  "moe_layer_freq": [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], "norm_topk_prob": true,
+  "moe_router_enable_expert_bias": false, "qk_layernorm": true, "rope_theta": 50000,
+  "partial_rotary_factor": 1.0, "rope_scaling": null, "max_position_embeddings": 8192,
+  "rms_norm_eps": 1e-05, "attention_bias": false, "clip_qkv": null, "tie_word_embeddings": false,
+  "hidden_act": "silu", "eos_token_id": 156892, "pad_token_id": 156892, "vocab_size": 157184})";
+
+TEST(Config, LladaMoeIsParsed) {
+  const ModelConfig c = parse_model_config(kLladaMoe, "config.json");
+  EXPECT_EQ(c.family, Family::llada_moe);
+  EXPECT_EQ(c.hidden, 2048);
+  EXPECT_EQ(c.layers, 16);
+  EXPECT_EQ(c.heads, 16);
+  EXPECT_EQ(c.kv_heads, 16);
+  EXPECT_EQ(c.head_dim, 128);
+  EXPECT_EQ(c.experts, 64);
+  EXPECT_EQ(c.experts_per_token, 8);
+  EXPECT_EQ(c.expert_ffn, 1024);
+  EXPECT_TRUE(c.qk_norm);
+  EXPECT_TRUE(c.moe_layer(0) && c.moe_layer(15));
+  EXPECT_EQ(c.vocab, 157184);
+  EXPECT_EQ(c.mask_token_id, 156895);  // the family default
+  EXPECT_EQ(c.eos_token_id, 156892);
+  EXPECT_DOUBLE_EQ(c.rope_theta, 50000.0);
+  EXPECT_FALSE(c.shifted_logits());
+  // model_type alone: "llada" with experts is the MoE.
+  EXPECT_EQ(parse_model_config(without(kLladaMoe, "architectures"), "c").family, Family::llada_moe);
+}
+
+TEST(Config, LladaMoeFieldsThatChangeTheForwardAreRefused) {
+  EXPECT_THAT(error_of(with(kLladaMoe, "moe_layer_freq", json::array({1, 0}))),
+              HasSubstr("field 'moe_layer_freq' = [1,0] is not supported"));
+  EXPECT_THAT(error_of(with(kLladaMoe, "shared_expert_intermediate_size", 1024)),
+              HasSubstr("'shared_expert_intermediate_size' = 1024 is not supported"));
+  EXPECT_THAT(error_of(with(kLladaMoe, "partial_rotary_factor", 0.5)),
+              HasSubstr("'partial_rotary_factor' = 0.5 is not supported"));
+  EXPECT_THAT(error_of(with(kLladaMoe, "moe_router_enable_expert_bias", true)),
+              HasSubstr("'moe_router_enable_expert_bias' = true is not supported"));
+  EXPECT_THAT(error_of(with(kLladaMoe, "qk_layernorm", false)), HasSubstr("'qk_layernorm' = false is not supported"));
+  EXPECT_THAT(error_of(with(kLladaMoe, "num_experts_per_tok", 65)),
+              HasSubstr("field 'num_experts_per_tok' = 65 is out of range [1, 64]"));
+  EXPECT_THAT(error_of(without(kLladaMoe, "expert_intermediate_size")),
+              HasSubstr("missing field 'expert_intermediate_size' (LLaDA-MoE config)"));
+  EXPECT_THAT(error_of(with(kLladaMoe, "mask_token_id", 157184)),
+              HasSubstr("mask_token_id 157184 is outside the vocabulary"));
 }
 
 TEST(Config, BlockAttentionIsReadForBothFamilies) {

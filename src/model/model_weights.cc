@@ -39,6 +39,9 @@ auto& role_slot(Weights& weights, int32_t layer_index, WeightRole role) {
       case WeightRole::gate: return layer.gate;
       case WeightRole::up: return layer.up;
       case WeightRole::down: return layer.down;
+      case WeightRole::q_norm: return layer.q_norm;
+      case WeightRole::k_norm: return layer.k_norm;
+      case WeightRole::router: return layer.router;
       default: break;
     }
   }
@@ -46,7 +49,23 @@ auto& role_slot(Weights& weights, int32_t layer_index, WeightRole role) {
   std::abort();
 }
 
-WeightView& slot(ModelWeights& weights, const WeightSpec& spec) { return role_slot(weights, spec.layer, spec.role); }
+template <class Weights>
+auto& expert_slot(Weights& weights, int32_t layer_index, WeightRole role, int64_t expert) {
+  auto& one = weights.layers.at(static_cast<size_t>(layer_index)).experts.at(static_cast<size_t>(expert));
+  switch (role) {
+    case WeightRole::expert_gate: return one.gate;
+    case WeightRole::expert_up: return one.up;
+    case WeightRole::expert_down: return one.down;
+    default: break;
+  }
+  MOSAIC_ASSERT(false, "role {} is not an expert's", static_cast<int>(role));
+  std::abort();
+}
+
+WeightView& slot(ModelWeights& weights, const WeightSpec& spec) {
+  if (spec.expert >= 0) return expert_slot(weights, static_cast<int32_t>(spec.layer), spec.role, spec.expert);
+  return role_slot(weights, static_cast<int32_t>(spec.layer), spec.role);
+}
 
 }  // namespace
 
@@ -57,6 +76,8 @@ std::unique_ptr<Model> Model::load(const std::filesystem::path& dir, const std::
   const std::string family(family_name(config.family));
   ModelWeights& weights = model->weights_;
   weights.layers.resize(static_cast<size_t>(config.layers));
+  for (int64_t l = 0; l < config.layers; ++l)
+    if (config.moe_layer(l)) weights.layers[static_cast<size_t>(l)].experts.resize(static_cast<size_t>(config.experts));
 
   std::unordered_set<std::string> expected;
   const std::vector<WeightSpec> specs = family_weight_specs(config);
@@ -112,6 +133,10 @@ void Model::merge_adapter(const std::filesystem::path& dir, std::span<const Weig
 
 const WeightView& weight_of(const ModelWeights& weights, int32_t layer, WeightRole role) {
   return role_slot(weights, layer, role);
+}
+
+const WeightView& expert_weight_of(const ModelWeights& weights, int32_t layer, WeightRole role, int64_t expert) {
+  return expert_slot(weights, layer, role, expert);
 }
 
 WeightRole bias_role_of(WeightRole weight) {

@@ -27,9 +27,17 @@ struct WeightView {
   explicit operator bool() const { return data != nullptr; }
 };
 
+// One expert of a mixture-of-experts FFN: a SwiGLU of width expert_ffn.
+struct ExpertWeights {
+  WeightView gate, up, down;  // gate/up: [expert_ffn, hidden]; down: [hidden, expert_ffn]
+};
+
 struct LayerWeights {
   WeightView attn_norm, q, k, v, q_bias, k_bias, v_bias, o;  // o: [hidden, q_dim]
+  WeightView q_norm, k_norm;                                 // [head_dim], per-head norms (LLaDA-MoE)
   WeightView ffn_norm, gate, up, down;                       // gate/up: [ffn, hidden]
+  WeightView router;                                         // [experts, hidden]
+  std::vector<ExpertWeights> experts;                        // empty for a dense FFN
 };
 
 struct ModelWeights {
@@ -43,6 +51,8 @@ struct ModelWeights {
 // The tensor of `role` in decoder layer `layer`, or of a whole-model role (embedding, final_norm,
 // lm_head) when layer < 0. Asserts on a role that has no tensor there.
 const WeightView& weight_of(const ModelWeights& weights, int32_t layer, WeightRole role);
+// Expert `expert`'s tensor of `role` (expert_gate, expert_up, expert_down) in decoder layer `layer`.
+const WeightView& expert_weight_of(const ModelWeights& weights, int32_t layer, WeightRole role, int64_t expert);
 // The bias role of a projection with a bias (q, k, v). Asserts for any other role.
 WeightRole bias_role_of(WeightRole projection);
 

@@ -28,6 +28,8 @@ Distribution init_distribution(const WeightSpec& spec) {
     case WeightRole::embedding: return {0.0f, 1.0f};
     case WeightRole::attn_norm:
     case WeightRole::ffn_norm:
+    case WeightRole::q_norm:
+    case WeightRole::k_norm:
     case WeightRole::final_norm: return {1.0f, 0.1f};
     case WeightRole::q_bias:
     case WeightRole::k_bias:
@@ -118,8 +120,24 @@ ModelConfig test_model_preset(Family family, std::string_view preset) {
     } else {
       fail("unknown preset '{}' for family dream (expected tiny or dream-7b)", preset);
     }
+  } else if (family == Family::llada_moe) {
+    c.architecture = "LLaDAMoEModelLM";
+    c.rope_theta = 50000.0;
+    c.rms_eps = 1e-5;
+    c.qk_norm = true;
+    if (preset == "tiny") {
+      c.hidden = 128, c.layers = 2, c.heads = 4, c.kv_heads = 4, c.vocab = 1024;
+      c.experts = 8, c.experts_per_token = 2, c.expert_ffn = 96;
+      c.mask_token_id = 1000, c.eos_token_id = 1001, c.pad_token_id = 1001, c.max_position = 8192;
+    } else if (preset == "llada-moe-7b") {  // LLaDA-MoE-7B-A1B (moe-models.md 1.2)
+      c.hidden = 2048, c.layers = 16, c.heads = 16, c.kv_heads = 16, c.vocab = 157184;
+      c.experts = 64, c.experts_per_token = 8, c.expert_ffn = 1024, c.ffn = 8192;
+      c.mask_token_id = 156895, c.eos_token_id = 156892, c.pad_token_id = 156892, c.max_position = 8192;
+    } else {
+      fail("unknown preset '{}' for family llada-moe (expected tiny or llada-moe-7b)", preset);
+    }
   } else {
-    fail("make-test-model supports the llada and dream families");
+    fail("make-test-model supports the llada, dream and llada-moe families");
   }
   c.head_dim = c.hidden / c.heads;
   return c;

@@ -56,6 +56,33 @@ void dream_specs(const ModelConfig& c, std::vector<WeightSpec>& out) {
     out.push_back({"lm_head.weight", {c.vocab, c.hidden}, WeightRole::lm_head});
 }
 
+// LLaDA-MoE-7B-A1B (Qwen2-MoE / OLMoE naming, moe-models.md 1.3): per-head q/k norms, a router
+// and `experts` SwiGLU experts per layer, no biases.
+void llada_moe_specs(const ModelConfig& c, std::vector<WeightSpec>& out) {
+  out.push_back({"model.embed_tokens.weight", {c.vocab, c.hidden}, WeightRole::embedding});
+  for (int64_t i = 0; i < c.layers; ++i) {
+    const std::string p = fmt::format("model.layers.{}.", i);
+    out.push_back({p + "input_layernorm.weight", {c.hidden}, WeightRole::attn_norm, i});
+    out.push_back({p + "self_attn.q_proj.weight", {c.q_dim(), c.hidden}, WeightRole::q, i});
+    out.push_back({p + "self_attn.k_proj.weight", {c.kv_dim(), c.hidden}, WeightRole::k, i});
+    out.push_back({p + "self_attn.v_proj.weight", {c.kv_dim(), c.hidden}, WeightRole::v, i});
+    out.push_back({p + "self_attn.o_proj.weight", {c.hidden, c.q_dim()}, WeightRole::o, i});
+    out.push_back({p + "self_attn.q_norm.weight", {c.head_dim}, WeightRole::q_norm, i});
+    out.push_back({p + "self_attn.k_norm.weight", {c.head_dim}, WeightRole::k_norm, i});
+    out.push_back({p + "post_attention_layernorm.weight", {c.hidden}, WeightRole::ffn_norm, i});
+    out.push_back({p + "mlp.gate.weight", {c.experts, c.hidden}, WeightRole::router, i});
+    for (int64_t e = 0; e < c.experts; ++e) {
+      const std::string x = fmt::format("{}mlp.experts.{}.", p, e);
+      out.push_back({x + "gate_proj.weight", {c.expert_ffn, c.hidden}, WeightRole::expert_gate, i, e});
+      out.push_back({x + "up_proj.weight", {c.expert_ffn, c.hidden}, WeightRole::expert_up, i, e});
+      out.push_back({x + "down_proj.weight", {c.hidden, c.expert_ffn}, WeightRole::expert_down, i, e});
+    }
+  }
+  out.push_back({"model.norm.weight", {c.hidden}, WeightRole::final_norm});
+  if (!c.tied_embeddings)
+    out.push_back({"lm_head.weight", {c.vocab, c.hidden}, WeightRole::lm_head});
+}
+
 }  // namespace
 
 std::vector<WeightSpec> family_weight_specs(const ModelConfig& config) {
@@ -63,7 +90,7 @@ std::vector<WeightSpec> family_weight_specs(const ModelConfig& config) {
   switch (config.family) {
     case Family::llada: llada_specs(config, specs); break;
     case Family::dream: dream_specs(config, specs); break;
-    case Family::llada_moe: fail("LLaDA-MoE checkpoints are not supported yet");
+    case Family::llada_moe: llada_moe_specs(config, specs); break;
   }
   return specs;
 }
@@ -85,6 +112,12 @@ std::string_view weight_role_name(WeightRole role) {
     case WeightRole::down: return "down";
     case WeightRole::final_norm: return "final_norm";
     case WeightRole::lm_head: return "lm_head";
+    case WeightRole::q_norm: return "q_norm";
+    case WeightRole::k_norm: return "k_norm";
+    case WeightRole::router: return "router";
+    case WeightRole::expert_gate: return "expert_gate";
+    case WeightRole::expert_up: return "expert_up";
+    case WeightRole::expert_down: return "expert_down";
   }
   return "?";
 }

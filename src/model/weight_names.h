@@ -14,13 +14,16 @@ namespace mosaic {
 enum class WeightRole {
   embedding, attn_norm, q, k, v, q_bias, k_bias, v_bias, o, ffn_norm, gate, up, down,
   final_norm, lm_head,
+  q_norm, k_norm,                         // per-head RMSNorm weights [head_dim] (LLaDA-MoE)
+  router, expert_gate, expert_up, expert_down,  // a mixture-of-experts FFN: [experts, hidden], then per expert
 };
 
 struct WeightSpec {
   std::string name;
   std::vector<int64_t> shape;
   WeightRole role;
-  int64_t layer = -1;  // -1 for tensors outside the decoder stack
+  int64_t layer = -1;   // -1 for tensors outside the decoder stack
+  int64_t expert = -1;  // the expert of an expert_* weight, -1 otherwise
 };
 
 // Every tensor the checkpoint must contain, in a stable order (embedding, layers, final norm,

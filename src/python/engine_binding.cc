@@ -38,6 +38,9 @@ py::dict info_dict(const ModelInfo& info) {
   d["kv_heads"] = info.kv_heads;
   d["head_dim"] = info.head_dim;
   d["ffn"] = info.ffn;
+  d["experts"] = info.experts;
+  d["experts_per_token"] = info.experts_per_token;
+  d["expert_ffn"] = info.expert_ffn;
   d["vocab"] = info.vocab;
   d["mask_token_id"] = info.mask_token_id;
   d["eos_token_id"] = info.eos_token_id;

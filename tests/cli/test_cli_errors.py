@@ -148,13 +148,18 @@ class CliErrors(unittest.TestCase):
             f.write('{"d_model": 64,')
         self.load_error("config.json: not valid JSON")
 
-    def test_llada_moe_refused(self):
+    def test_llada_moe_config_errors(self):
         os.makedirs(self.model)
+        config = {"architectures": ["LLaDAMoEModelLM"], "model_type": "llada",
+                  "hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 16,
+                  "num_experts": 64, "num_experts_per_tok": 8, "vocab_size": 157184}
         with open(os.path.join(self.model, "config.json"), "w") as f:
-            json.dump({"architectures": ["LLaDAMoEModelLM"], "model_type": "llada",
-                       "hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 16,
-                       "num_experts": 64, "num_experts_per_tok": 8, "vocab_size": 157184}, f)
-        self.load_error("LLaDA-MoE (LLaDAMoEModelLM, 64 experts, 8 active) is not supported yet")
+            json.dump(config, f)
+        self.load_error("missing field 'expert_intermediate_size' (LLaDA-MoE config)")
+        config.update(expert_intermediate_size=1024, moe_layer_freq=[1, 0] * 8)
+        with open(os.path.join(self.model, "config.json"), "w") as f:
+            json.dump(config, f)
+        self.load_error("field 'moe_layer_freq'", "is not supported (every layer of LLaDA-MoE is a mixture of experts")
 
     def test_missing_shard(self):
         self.make(shards=2)

@@ -1,10 +1,12 @@
-"""Random tiny LLaDA / Dream checkpoints written with NumPy (test helper, no Mosaic).
+"""Random tiny LLaDA / Dream / LLaDA-MoE checkpoints written with NumPy (test helper, no Mosaic).
 
     config, tensors = tiny_model("dream", hidden=32, heads=4, kv_heads=2, seed=1)
+    config, tensors = tiny_moe_model(experts=8, experts_per_token=2, seed=1)
     safetensors_np.save_model_dir(dir, config, tensors, dtype="BF16", shards=3)
 
-The config uses the real HF field names of each family (models.md §1) and the tensors the
-real HF names (models.md §2), so the folder looks like a shrunken LLaDA-8B / Dream-7B.
+The config uses the real HF field names of each family (models.md §1, moe-models.md §1.2) and
+the tensors the real HF names (models.md §2, moe-models.md §1.3), so the folder looks like a
+shrunken LLaDA-8B / Dream-7B / LLaDA-MoE-7B-A1B.
 """
 
 import os
@@ -13,6 +15,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import llada_moe_np as moe  # noqa: E402
 import reference_forward as ref  # noqa: E402
 
 
@@ -82,3 +85,52 @@ def tiny_model(family, seed=0, **kwargs):
     """(config, tensors) of a random tiny model; kwargs as tiny_config."""
     config = tiny_config(family, **kwargs)
     return config, tiny_tensors(config, seed)
+
+
+# ----------------------------------------------------------------------------------------
+# LLaDA-MoE (moe-models.md §1)
+# ----------------------------------------------------------------------------------------
+
+def tiny_moe_config(layers=2, hidden=32, heads=4, kv_heads=None, experts=4,
+                    experts_per_token=2, expert_ffn=24, vocab=64, rope_theta=50000.0,
+                    eps=1e-5, tied=False):
+    """config.json dict of a tiny LLaDA-MoE: the real HF keys plus Mosaic's mask_token_id."""
+    kv_heads = heads if kv_heads is None else kv_heads
+    return {"architectures": [moe.ARCHITECTURE], "model_type": "llada",
+            "hidden_size": hidden, "num_hidden_layers": layers,
+            "num_attention_heads": heads, "num_key_value_heads": kv_heads,
+            "vocab_size": vocab, "expert_intermediate_size": expert_ffn,
+            "num_experts": experts, "num_experts_per_tok": experts_per_token,
+            "moe_layer_freq": [1] * layers, "norm_topk_prob": False, "qk_layernorm": True,
+            "rope_theta": rope_theta, "partial_rotary_factor": 1.0, "rope_scaling": None,
+            "max_position_embeddings": 4096, "rms_norm_eps": eps, "attention_bias": False,
+            "clip_qkv": None, "tie_word_embeddings": tied, "hidden_act": "silu",
+            "shared_expert_intermediate_size": None,
+            "moe_router_enable_expert_bias": False, "pad_token_id": vocab - 2,
+            "eos_token_id": vocab - 2, "mask_token_id": vocab - 1,
+            "torch_dtype": "bfloat16"}
+
+
+def tiny_moe_tensors(config, seed=0):
+    """Random float32 tensors for a LLaDA-MoE `config`, scaled so activations stay O(1).
+
+    The router rows are unit-variance per output (logits ~ N(0, 1)), so the top-k choice is
+    usually decided by a clear margin; the norms scatter around 1 so a wrong norm weight
+    (q_norm for k_norm, say) changes the numbers."""
+    rng = np.random.default_rng(seed)
+    hp = moe.hparams_from_config(config)
+    tensors = {}
+    for name, shape in moe.expected_shapes(hp).items():
+        if len(shape) == 1:
+            tensors[name] = (1.0 + 0.1 * rng.standard_normal(shape)).astype(np.float32)
+        elif name == moe.tensor_names(hp)["embed"]:
+            tensors[name] = rng.standard_normal(shape).astype(np.float32)
+        else:
+            tensors[name] = (rng.standard_normal(shape) / np.sqrt(shape[1])).astype(np.float32)
+    return tensors
+
+
+def tiny_moe_model(seed=0, **kwargs):
+    """(config, tensors) of a random tiny LLaDA-MoE; kwargs as tiny_moe_config."""
+    config = tiny_moe_config(**kwargs)
+    return config, tiny_moe_tensors(config, seed)
