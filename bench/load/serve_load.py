@@ -281,17 +281,27 @@ def print_table(summaries, out=sys.stdout):
             print(f"  {s['label']}: {problem}", file=out)
 
 
+def float_list(text):
+    """"2" or "0.5,1,2": positive numbers."""
+    values = [float(x) for x in text.split(",")]
+    if not values or any(not (v > 0) for v in values):
+        raise argparse.ArgumentTypeError(f"expected positive numbers separated by commas, got {text!r}")
+    return values
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--url", required=True, help="e.g. http://127.0.0.1:8000")
     parser.add_argument("--endpoint", choices=["completions", "chat", "generate"], default="completions")
     parser.add_argument("--model", default="", help="model name to send (default: none)")
-    parser.add_argument("--rate", type=float, help="open loop: Poisson arrivals per second")
+    parser.add_argument("--rate", type=float_list,
+                        help="open loop: Poisson arrivals per second (a comma list: one run at each rate)")
     parser.add_argument("--concurrency", type=int, help="closed loop: clients")
     parser.add_argument("--capacity-concurrency", type=int,
                         help="measure capacity with this many closed-loop clients first, then run Poisson "
                              "arrivals at --overload times it")
-    parser.add_argument("--overload", type=float, default=2.0)
+    parser.add_argument("--overload", type=float_list, default=[2.0],
+                        help="multiples of the measured capacity (a comma list: one Poisson run at each)")
     parser.add_argument("--requests", type=int, default=200, help="at most this many requests per run")
     parser.add_argument("--duration", type=float, default=60.0, help="at most this many seconds per run")
     parser.add_argument("--max-tokens", type=int, default=32)
@@ -323,16 +333,18 @@ def main(argv=None):
         summaries.append(closed_loop(target, prompts, references, args.concurrency, args.requests, args.duration,
                                      f"closed x{args.concurrency}"))
     elif args.rate:
-        summaries.append(open_loop(target, prompts, references, args.rate, args.requests, args.duration, args.seed,
-                                   f"poisson {args.rate:g}/s"))
+        for rate in args.rate:
+            summaries.append(open_loop(target, prompts, references, rate, args.requests, args.duration, args.seed,
+                                       f"poisson {rate:g}/s"))
     else:
         capacity = closed_loop(target, prompts, references, args.capacity_concurrency,
                                max(args.requests // 2, 4 * args.capacity_concurrency), args.duration,
                                f"capacity x{args.capacity_concurrency}")
         summaries.append(capacity)
-        rate = args.overload * capacity["throughput_rps"]
-        summaries.append(open_loop(target, prompts, references, rate, args.requests, args.duration, args.seed,
-                                   f"poisson {args.overload:g}x capacity"))
+        for overload in args.overload:
+            rate = overload * capacity["throughput_rps"]
+            summaries.append(open_loop(target, prompts, references, rate, args.requests, args.duration, args.seed,
+                                       f"poisson {overload:g}x capacity"))
     print_table(summaries)
     if args.json:
         with open(args.json, "w") as f:
