@@ -13,17 +13,7 @@ set -euo pipefail
 mosaic=$(realpath "$1") out=$2
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out"
-model=${MOSAIC_BENCH_MODEL_DIR:-/tmp/mosaic-bench-llada-8b}
-adapter=${MOSAIC_BENCH_ADAPTER_DIR:-/tmp/mosaic-bench-llada-8b-d2f-lora}
-if [ ! -f "$model/config.json" ]; then
-  echo "== writing a random llada-8b checkpoint to $model"
-  "$mosaic" make-test-model --family llada --preset llada-8b --seed 1 --out "$model" --quiet
-fi
-if [ ! -f "$adapter/adapter_config.json" ]; then
-  echo "== writing a random rank-32 adapter (q, k, v, attn_out) to $adapter"
-  python3 "$here/../tests/reference/make_lora_adapter.py" --base "$model" --out "$adapter" --rank 32 --alpha 32 \
-    --targets q_proj,k_proj,v_proj,attn_out --dtype BF16 --seed 2
-fi
+source "$here/d2f_bench_model.sh"
 load=(--max-tokens 128 --steps 10000 --token-prompts 256 --prompts 8 --requests ${REQUESTS:-48}
       --duration ${DURATION:-40} --timeout 120)
 

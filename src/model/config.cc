@@ -145,6 +145,20 @@ BlockAttention block_attention_of(const ConfigFields& fields) {
        "or no field for full attention)", fields.source(), kind);
 }
 
+// The decoder stack's shape under the Hugging Face names (Dream, LLaDA-MoE): hidden_size,
+// num_hidden_layers, num_attention_heads, num_key_value_heads; head_dim, when given, must be
+// hidden / heads.
+void read_hf_layer_shape(const ConfigFields& fields, ModelConfig& config) {
+  config.hidden = fields.integer("hidden_size", 1, kMaxHidden);
+  config.layers = fields.integer("num_hidden_layers", 1, kMaxLayers);
+  config.heads = fields.integer("num_attention_heads", 1, kMaxHeads);
+  config.kv_heads = fields.integer_or("num_key_value_heads", config.heads, 1, kMaxHeads);
+  config.head_dim = config.hidden / config.heads;
+  if (fields.has("head_dim") && fields.integer("head_dim", 1, kMaxHidden) != config.head_dim)
+    fail("{}: field 'head_dim' differs from hidden_size / num_attention_heads ({}); not supported", fields.source(),
+         config.head_dim);
+}
+
 ModelConfig parse_llada(const json& root, std::string_view source, std::string architecture) {
   const ConfigFields fields(root, source, "LLaDA");
   ModelConfig config;
@@ -200,15 +214,7 @@ ModelConfig parse_dream(const json& root, std::string_view source, std::string a
   ModelConfig config;
   config.family = Family::dream;
   config.architecture = std::move(architecture);
-  config.hidden = fields.integer("hidden_size", 1, kMaxHidden);
-  config.layers = fields.integer("num_hidden_layers", 1, kMaxLayers);
-  config.heads = fields.integer("num_attention_heads", 1, kMaxHeads);
-  config.kv_heads = fields.integer_or("num_key_value_heads", config.heads, 1, kMaxHeads);
-  config.head_dim = config.hidden / config.heads;
-  if (fields.has("head_dim") &&
-      fields.integer("head_dim", 1, kMaxHidden) != config.hidden / config.heads)
-    fail("{}: field 'head_dim' differs from hidden_size / num_attention_heads ({}); not supported",
-         source, config.hidden / config.heads);
+  read_hf_layer_shape(fields, config);
   config.ffn = fields.integer("intermediate_size", 1, kMaxFfn);
   config.vocab = fields.integer("vocab_size", 1, kMaxVocab);
   config.rope_theta = fields.number_or("rope_theta", 10000.0, 1.0, 1e12);
@@ -239,14 +245,7 @@ ModelConfig parse_llada_moe(const json& root, std::string_view source, std::stri
   ModelConfig config;
   config.family = Family::llada_moe;
   config.architecture = std::move(architecture);
-  config.hidden = fields.integer("hidden_size", 1, kMaxHidden);
-  config.layers = fields.integer("num_hidden_layers", 1, kMaxLayers);
-  config.heads = fields.integer("num_attention_heads", 1, kMaxHeads);
-  config.kv_heads = fields.integer_or("num_key_value_heads", config.heads, 1, kMaxHeads);
-  config.head_dim = config.hidden / config.heads;
-  if (fields.has("head_dim") && fields.integer("head_dim", 1, kMaxHidden) != config.hidden / config.heads)
-    fail("{}: field 'head_dim' differs from hidden_size / num_attention_heads ({}); not supported", source,
-         config.hidden / config.heads);
+  read_hf_layer_shape(fields, config);
   config.experts = fields.integer("num_experts", 1, kMaxExperts);
   config.experts_per_token = fields.integer("num_experts_per_tok", 1, config.experts);
   config.expert_ffn = fields.integer("expert_intermediate_size", 1, kMaxFfn);
