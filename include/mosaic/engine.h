@@ -29,6 +29,8 @@ struct ModelInfo {
   std::string architecture;   // config.json architectures[0]
   int64_t hidden = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0, ffn = 0, vocab = 0;
   int64_t mask_token_id = -1, eos_token_id = -1;
+  // Where each came from: "config.json", or "family default" when the config has none.
+  std::string mask_token_source, eos_token_source;
   // A mixture-of-experts model's experts per layer, experts each token takes, and their width
   // (0 for dense models).
   int64_t experts = 0, experts_per_token = 0, expert_ffn = 0;

@@ -58,6 +58,8 @@ std::unique_ptr<Engine> Engine::open(const std::filesystem::path& model_dir, con
   info.hidden = c.hidden, info.layers = c.layers, info.heads = c.heads;
   info.kv_heads = c.kv_heads, info.head_dim = c.head_dim, info.ffn = c.ffn, info.vocab = c.vocab;
   info.experts = c.experts, info.experts_per_token = c.experts_per_token, info.expert_ffn = c.expert_ffn;
+  info.mask_token_source = c.token_ids_from_family.mask ? "family default" : "config.json";
+  info.eos_token_source = c.token_ids_from_family.eos ? "family default" : "config.json";
   info.mask_token_id = c.mask_token_id, info.eos_token_id = c.eos_token_id;
   info.rope_theta = c.rope_theta;
   info.max_position = c.max_position;

@@ -26,7 +26,8 @@ int run_info(const InfoOptions& options) {
       {"kv_heads", info.kv_heads},   {"head_dim", info.head_dim}, {"ffn", info.ffn},
       {"vocab", info.vocab},         {"rope_theta", info.rope_theta},
       {"attention", info.attention},
-      {"mask_token_id", info.mask_token_id}, {"eos_token_id", info.eos_token_id},
+      {"mask_token_id", info.mask_token_id}, {"mask_token_source", info.mask_token_source},
+      {"eos_token_id", info.eos_token_id},   {"eos_token_source", info.eos_token_source},
       {"weight_bytes", info.weight_bytes},   {"weight_dtype", info.weight_dtype}};
   if (info.experts > 0) {  // after ffn (a MoE model's FFNs are its experts)
     report["experts"] = info.experts;
@@ -37,7 +38,7 @@ int run_info(const InfoOptions& options) {
     std::puts(dump_json(report, 2).c_str());
     return 0;
   }
-  for (const auto& [key, value] : report.items()) fmt::print("{:>14}: {}\n", key, dump_json(value));
+  for (const auto& [key, value] : report.items()) fmt::print("{:>17}: {}\n", key, dump_json(value));
   return 0;
 }
 

@@ -206,6 +206,7 @@ ModelConfig parse_llada(const json& root, std::string_view source, std::string a
   config.block_attention = block_attention_of(fields);
   check_shape(config, source, "d_model", "n_heads", "n_kv_heads");
   check_token_ids(config, fields);
+  config.token_ids_from_family = {!fields.has("mask_token_id"), !fields.has("eos_token_id")};
   return config;
 }
 
@@ -233,6 +234,7 @@ ModelConfig parse_dream(const json& root, std::string_view source, std::string a
   config.block_attention = block_attention_of(fields);
   check_shape(config, source, "hidden_size", "num_attention_heads", "num_key_value_heads");
   check_token_ids(config, fields);
+  config.token_ids_from_family = {!fields.has("mask_token_id"), !fields.has("eos_token_id")};
   return config;
 }
 
@@ -283,6 +285,7 @@ ModelConfig parse_llada_moe(const json& root, std::string_view source, std::stri
   config.block_attention = block_attention_of(fields);
   check_shape(config, source, "hidden_size", "num_attention_heads", "num_key_value_heads");
   check_token_ids(config, fields);
+  config.token_ids_from_family = {!fields.has("mask_token_id"), !fields.has("eos_token_id")};
   return config;
 }
 

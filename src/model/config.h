@@ -34,6 +34,9 @@ struct ModelConfig {
   int64_t mask_token_id = -1;
   int64_t eos_token_id = -1;
   int64_t pad_token_id = -1;
+  // Whether the mask / eos id is the family's default because config.json has none (LLaDA-MoE's
+  // released config has no mask id), as `mosaic info` states.
+  struct { bool mask = false, eos = false; } token_ids_from_family;
   int64_t max_position = 0;        // trained context length, informational (0 = unknown)
   std::string torch_dtype;         // as declared, informational
   // Block-causal attention (config.json "block_attention": "prompt" | "absolute"; absent: full

@@ -199,6 +199,8 @@ TEST(Config, LladaMoeIsParsed) {
   EXPECT_TRUE(c.moe_layer(0) && c.moe_layer(15));
   EXPECT_EQ(c.vocab, 157184);
   EXPECT_EQ(c.mask_token_id, 156895);  // the family default
+  EXPECT_TRUE(c.token_ids_from_family.mask);
+  EXPECT_FALSE(c.token_ids_from_family.eos);
   EXPECT_EQ(c.eos_token_id, 156892);
   EXPECT_DOUBLE_EQ(c.rope_theta, 50000.0);
   EXPECT_FALSE(c.shifted_logits());

@@ -43,6 +43,8 @@ py::dict info_dict(const ModelInfo& info) {
   d["expert_ffn"] = info.expert_ffn;
   d["vocab"] = info.vocab;
   d["mask_token_id"] = info.mask_token_id;
+  d["mask_token_source"] = info.mask_token_source;
+  d["eos_token_source"] = info.eos_token_source;
   d["eos_token_id"] = info.eos_token_id;
   d["rope_theta"] = info.rope_theta;
   d["max_position"] = info.max_position;
