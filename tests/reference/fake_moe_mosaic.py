@@ -1,9 +1,10 @@
 #!/usr/bin/python3
-"""Stand-in for the two `mosaic` CLI commands check_moe_forward.py uses (test helper).
+"""Stand-in for the `mosaic` CLI commands check_moe_forward.py and check_moe_generate.py use
+(test helper).
 
 It implements the CLI contract with the NumPy code of this folder so that the plumbing of
-check_moe_forward.py (arguments, folder checks, .npy layout, near-tie bookkeeping, report) is
-tested without Mosaic:
+check_moe_forward.py (arguments, folder checks, .npy layout, near-tie bookkeeping, report)
+and of check_moe_generate.py is tested without Mosaic:
 
     fake_moe_mosaic.py make-test-model --family llada-moe --preset tiny [--layers N]
         [--hidden H] [--heads A] [--kv-heads B] [--vocab V] [--experts E]
@@ -11,20 +12,27 @@ tested without Mosaic:
         --seed S --out DIR [--quiet]
     fake_moe_mosaic.py forward --model DIR --ids 1,2,3 --rows 0,2 [--ids .. --rows ..]
         --logits-out FILE.npy
+    fake_moe_mosaic.py generate --model DIR --ids 1,2,3 [--ids ..] --gen-length G --steps S
+        [the other `mosaic generate` flags of generate_np's parser] --seed N --json
 
-forward runs llada_moe_np in float32. FAKE_MOSAIC_BUG injects a bug, to check that
-check_moe_forward.py notices: renormalize_topk (the k weights divided by their sum),
-no_qk_norm (q and k not normalised), fp16_torch_dtype (config.json says float16 whatever
-was asked).
+forward runs llada_moe_np in float32; generate runs generate_np's LLaDA sampler on
+llada_moe_np.GenerationModel in float32. FAKE_MOSAIC_BUG injects a bug, to check that the
+checks notice: renormalize_topk (the k weights divided by their sum), no_qk_norm (q and k not
+normalised), fp16_torch_dtype (config.json says float16 whatever was asked); for generate
+also shift (position p decoded from row p - 1, Dream's shift), cache_ignored (every step an
+exact full forward whatever --cache says; the reported cache mode unchanged) and token (the
+last generated id of the last prompt + 1).
 """
 
 import argparse
+import json
 import os
 import sys
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import generate_np as gen  # noqa: E402
 import llada_moe_np as moe  # noqa: E402
 import safetensors_np as st  # noqa: E402
 from tiny_checkpoint_np import tiny_moe_config, tiny_moe_tensors  # noqa: E402
@@ -75,7 +83,49 @@ def forward(args):
     np.save(args.logits_out, np.concatenate(out).astype(np.float32))
 
 
+class _BuggyGeneration(moe.GenerationModel):
+    """GenerationModel with a generation bug: "shift" or "cache_ignored"."""
+
+    def __init__(self, model, bug):
+        super().__init__(model)
+        self.bug = bug
+
+    def forward(self, model, ids, rows):
+        if self.bug == "shift":
+            rows = [max(int(q) - 1, 0) for q in rows]
+        return super().forward(model, ids, rows)
+
+    def forward_rows(self, model, ids, c0, c1, ranges, cache, rows):
+        if self.bug == "cache_ignored":
+            return self.forward(model, ids, rows)
+        if self.bug == "shift":
+            rows = [max(int(q) - 1, c0) for q in rows]
+        return super().forward_rows(model, ids, c0, c1, ranges, cache, rows)
+
+
+def generate(argv):
+    """`mosaic generate ... --json` through generate_np (its parser is the CLI's)."""
+    bug = os.environ.get("FAKE_MOSAIC_BUG", "")
+    inject_bug(bug)
+    args = gen.build_arg_parser().parse_args(argv)
+    model = _BuggyGeneration(moe.load_model(args.model, dtype=np.float32), bug)
+    try:
+        params = gen.params_from_args(args, model.family)
+        ids = gen.special_ids_from_folder(args.model, args.eot_id)
+        results = gen.generate_batch(model, args.ids, params, ids)
+    except gen.GenerationError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+    out = gen.result_json(results)
+    if bug == "token":
+        out["results"][-1]["output_ids"][-1] += 1
+    print(json.dumps(out))
+
+
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "generate":
+        generate(sys.argv[2:])
+        return
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     make = sub.add_parser("make-test-model")

@@ -7,8 +7,10 @@ shared/reference/sampling.md (with shared/reference/caches-and-d2f.md and moe-mo
 §2.3-2.4 for the caches' background), not from Mosaic's C++ code. Logits come from
 reference_forward (float64, Dream's shift included): forward() for a step that computes
 every position of a full-attention model, forward_rows() for the cached forms and the
-block-causal masks; every statistic (softmax, confidences, entropies, cumulative sums) is
-float64; the Dream schedule (linspace, 1 - s/t, the transfer count) is float32 exactly as
+block-causal masks (a model may bring its own forward() / forward_rows() through its
+`forward_module` attribute: llada_moe_np.GenerationModel, LLaDA-MoE under LLaDA's
+sampler); every statistic (softmax, confidences, entropies, cumulative sums) is float64;
+the Dream schedule (linspace, 1 - s/t, the transfer count) is float32 exactly as
 sampling.md states, each linspace point one fused multiply-add as CUDA computes it (measured
 on an H200 with torch 2.11). Random numbers: philox_np (rng.md), addressed by (index,
 position, step, stream), so a batch of prompts is each prompt generated on its own.
@@ -536,12 +538,13 @@ class StepForward:
             ranges = ref.key_ranges(self.kind, range(c0, c1), self.P, self.B, self.L)
             if self.mode == "none":      # every position under the mask: nothing is kept
                 self.caches = [ref.new_cache(self.model, self.L) for _ in self.caches]
-            out = ref.forward_rows(self.model, x, c0, c1, ranges, self.caches[0], rows)
+            fm = forward_module(self.model)
+            out = fm.forward_rows(self.model, x, c0, c1, ranges, self.caches[0], rows)
             if self.cfg_scale > 0:
                 un_x = np.array(x)
                 un_x[:self.P] = self.mask_id
-                un = ref.forward_rows(self.model, un_x, c0, c1, ranges, self.caches[1],
-                                      rows)
+                un = fm.forward_rows(self.model, un_x, c0, c1, ranges, self.caches[1],
+                                     rows)
                 out = un + (self.cfg_scale + 1.0) * (out - un)
             out = np.asarray(out, dtype=np.float64)
         self.forwards += 1
@@ -558,13 +561,23 @@ class StepForward:
 # The loops
 # ----------------------------------------------------------------------------------------
 
+def forward_module(model):
+    """Where a model's forward lives: reference_forward for the dense LLaDA / Dream models,
+    or the model's own `forward_module` attribute, an object with the same
+    forward(model, ids, rows) and forward_rows(model, ids, c0, c1, ranges, cache, rows)
+    (llada_moe_np.GenerationModel: LLaDA-MoE under LLaDA's sampler). Looked up at every
+    call, so a patched reference_forward.forward is seen."""
+    return getattr(model, "forward_module", None) or ref
+
+
 def _logits(model, x, rows, cfg_scale, P, mask_id):
     """float64 logits of canvas rows; CFG combines with the prompt-masked canvas."""
-    cond = np.asarray(ref.forward(model, x, rows), dtype=np.float64)
+    fm = forward_module(model)
+    cond = np.asarray(fm.forward(model, x, rows), dtype=np.float64)
     if cfg_scale > 0:
         un_x = np.array(x)
         un_x[:P] = mask_id
-        un = np.asarray(ref.forward(model, un_x, rows), dtype=np.float64)
+        un = np.asarray(fm.forward(model, un_x, rows), dtype=np.float64)
         return un + (cfg_scale + 1.0) * (cond - un)
     return cond
 

@@ -421,3 +421,135 @@ def min_routing_margin(model, ids, routing=None):
     anywhere makes the whole sequence's logits sensitive to rounding."""
     routing = routing_probabilities(model, ids) if routing is None else routing
     return float(min(np.min(routing_margins(p, model.experts_per_token)) for p in routing))
+
+
+# ----------------------------------------------------------------------------------------
+# The cached forward and generation (moe-models.md §1.5: LLaDA's sampler, row p predicts p)
+# ----------------------------------------------------------------------------------------
+#
+# Written like reference_forward.forward_rows (docs/design/cached-decoding.md §4), with this
+# model's attention (per-head QK-norm before RoPE) and MoE block. Only the rows [c0, c1) are
+# computed; a computed query reads its key range [lo, hi), keys inside [c0, c1) fresh from
+# this call and the others from the sequence's reference_forward.KVCache (per layer K after
+# QK-norm and RoPE, and V, at absolute positions; NaN where no forward ever wrote, so reading
+# a row nobody computed raises). Routing is per row, so the experts of a computed row depend
+# on the cached rows only through its attention.
+
+def attention_rows(model, layer, x, cos, sin, c0, c1, ranges, kc, vc):
+    """Attention of the computed rows [c0, c1) (x [c1 - c0, hidden], normed input): writes
+    their K (QK-normed, rotated) and V into the layer's cache arrays kc, vc, then each query
+    attends over the keys of its range read from them."""
+    n = c1 - c0
+    nq, nkv, hd = model.n_heads, model.n_kv_heads, model.head_dim
+    q = qk_norm(ref.linear(x, layer.wq).reshape(n, nq, hd), layer.q_norm, model.eps)
+    k = qk_norm(ref.linear(x, layer.wk).reshape(n, nkv, hd), layer.k_norm, model.eps)
+    v = ref.linear(x, layer.wv).reshape(n, nkv, hd)
+    q = ref.apply_rope(q.transpose(1, 0, 2), cos, sin)                   # [nq, n, hd]
+    k = ref.apply_rope(k.transpose(1, 0, 2), cos, sin)                   # [nkv, n, hd]
+    kc[c0:c1] = k.transpose(1, 0, 2).reshape(n, nkv * hd)
+    vc[c0:c1] = v.reshape(n, nkv * hd)
+    out = np.empty((nq, n, hd), dtype=x.dtype)
+    for lo, hi in sorted({(int(a), int(b)) for a, b in ranges}):
+        sel = np.flatnonzero((ranges[:, 0] == lo) & (ranges[:, 1] == hi))
+        keys = kc[lo:hi].reshape(hi - lo, nkv, hd).transpose(1, 0, 2)
+        vals = vc[lo:hi].reshape(hi - lo, nkv, hd).transpose(1, 0, 2)
+        if not (np.all(np.isfinite(keys)) and np.all(np.isfinite(vals))):
+            bad = lo + int(np.flatnonzero(~np.all(np.isfinite(kc[lo:hi]), axis=1)
+                                          | ~np.all(np.isfinite(vc[lo:hi]), axis=1))[0])
+            raise ValueError(f"rows [{c0}, {c1}): key range [{lo}, {hi}) reads cache row "
+                             f"{bad}, which no forward has computed")
+        out[:, sel] = attend(q[:, sel], keys, vals)
+    return ref.linear(out.transpose(1, 0, 2).reshape(n, nq * hd), layer.wo)
+
+
+def forward_rows_with_routing(model, ids, c0, c1, ranges, cache, rows):
+    """(logits [len(rows), vocab], router probabilities per layer [c1 - c0, E]) of canvas
+    `ids`, computing only the rows [c0, c1) against `cache` (see above). rows must lie in
+    [c0, c1) (no shift). With c0 = 0, c1 = L, full ranges and an empty cache: forward()."""
+    ids = _checked_ids(model, ids)
+    L = ids.size
+    c0, c1 = int(c0), int(c1)
+    if not 0 <= c0 < c1 <= L:
+        raise ValueError(f"computed rows [{c0}, {c1}) not a non-empty range of [0, {L})")
+    ranges = np.asarray(ranges, dtype=np.int64).reshape(-1, 2)
+    if ranges.shape[0] != c1 - c0:
+        raise ValueError(f"{ranges.shape[0]} key ranges for {c1 - c0} computed rows")
+    if np.any(ranges[:, 0] < 0) or np.any(ranges[:, 1] > L) or \
+            np.any(ranges[:, 0] >= ranges[:, 1]):
+        raise ValueError(f"key ranges must be non-empty ranges of [0, {L})")
+    kv = model.n_kv_heads * model.head_dim
+    if len(cache.k) != model.n_layers or any(a.shape != (L, kv) for a in cache.k + cache.v):
+        raise ValueError(f"the cache must hold {model.n_layers} layers of [{L}, {kv}]")
+    rows = _checked_rows(rows, L)
+    if rows.size and (rows.min() < c0 or rows.max() >= c1):
+        raise ValueError(f"logits rows {list(map(int, rows))} lie outside the computed "
+                         f"[{c0}, {c1})")
+    cos, sin = ref.rope_cos_sin(c1, model.head_dim, model.rope_theta)
+    cos, sin = cos[c0:c1], sin[c0:c1]          # the rows' absolute positions
+    h = model.embed[ids[c0:c1]].astype(model.dtype)
+    routing = []
+    for li, layer in enumerate(model.layers):
+        h = h + attention_rows(model, layer, ref.rms_norm(h, layer.attn_norm, model.eps),
+                               cos, sin, c0, c1, ranges, cache.k[li], cache.v[li])
+        y, probs = moe_block(layer, ref.rms_norm(h, layer.ffn_norm, model.eps),
+                             model.experts_per_token)
+        h = h + y
+        routing.append(probs)
+    h = ref.rms_norm(h, model.final_norm, model.eps)
+    return ref.linear(h[rows - c0], model.lm_head), routing
+
+
+def forward_rows(model, ids, c0, c1, ranges, cache, rows):
+    """Logits of forward_rows_with_routing."""
+    return forward_rows_with_routing(model, ids, c0, c1, ranges, cache, rows)[0]
+
+
+class GenerationModel:
+    """A MoeModel as generate_np takes it: LLaDA's sampler (moe-models.md §1.5: family
+    "llada", full bidirectional attention, row p predicts p), this module's forward() and
+    forward_rows() as its `forward_module` (generate_np.forward_module), and every other
+    attribute (vocab, layers, n_kv_heads, head_dim, dtype for the caches) the MoeModel's.
+
+    It also keeps the smallest routing margin (routing_margins, relative) over every
+    computed row and layer of every forward since reset(): a generation whose margin gets
+    near 0 anywhere may be decoded differently by an fp32 implementation.
+
+        gm = GenerationModel(load_model(folder))
+        gm.reset(); result = generate_np.generate(gm, prompt, params, ids); gm.min_margin
+    """
+
+    family = ref.FAMILY_LLADA
+    block_attention = None
+
+    def __init__(self, model):
+        self.moe = model
+        self.forward_module = self
+        self.reset()
+
+    def __getattr__(self, name):
+        moe = self.__dict__.get("moe")
+        if moe is None:
+            raise AttributeError(name)
+        return getattr(moe, name)
+
+    def reset(self):
+        self.min_margin = math.inf
+        self.forward_calls = 0
+
+    def _note(self, routing):
+        self.forward_calls += 1
+        self.min_margin = min(self.min_margin,
+                              min_routing_margin(self.moe, None, routing))
+
+    def forward(self, model, ids, rows):
+        assert model is self, "GenerationModel.forward is its own forward_module"
+        logits, routing = forward_with_routing(self.moe, ids, rows)
+        self._note(routing)
+        return logits
+
+    def forward_rows(self, model, ids, c0, c1, ranges, cache, rows):
+        assert model is self, "GenerationModel.forward_rows is its own forward_module"
+        logits, routing = forward_rows_with_routing(self.moe, ids, c0, c1, ranges, cache,
+                                                    rows)
+        self._note(routing)
+        return logits

@@ -2,7 +2,8 @@
 """Self-test of the LLaDA-MoE NumPy reference (llada_moe_np.py; no Mosaic needed): the forward
 against an explicit loop version, the MoE block's algebra, the router, the per-head QK-norm,
 folders written by tiny_checkpoint_np, the refusals, and check_moe_forward.py's plumbing
-against fake_moe_mosaic.py.
+against fake_moe_mosaic.py; the cached forward and generation through generate_np
+(GenerationModel), and check_moe_generate.py's plumbing against the same fake.
 
 Run: /usr/bin/python3 tests/reference/test_moe_reference_self.py    (exit 0 = all pass)
 """
@@ -20,10 +21,12 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import check_moe_forward  # noqa: E402
+import check_moe_generate  # noqa: E402
+import generate_np as gen  # noqa: E402
 import llada_moe_np as moe  # noqa: E402
 import reference_forward as ref  # noqa: E402
 import safetensors_np as st  # noqa: E402
-from tiny_checkpoint_np import tiny_moe_config, tiny_moe_model  # noqa: E402
+from tiny_checkpoint_np import tiny_model, tiny_moe_config, tiny_moe_model  # noqa: E402
 
 
 def rel_err(a, b):
@@ -501,6 +504,227 @@ class CheckMoeForwardPlumbingTest(unittest.TestCase):
         self.assertEqual(rc, 0, out)
         self.assertTrue(check_moe_forward.excluded_too_many(2, 7))
         self.assertFalse(check_moe_forward.excluded_too_many(1, 4))
+
+
+
+# ----------------------------------------------------------------------------------------
+# (f) the cached forward and generation through generate_np (check_moe_generate.py's reference)
+# ----------------------------------------------------------------------------------------
+
+def full_ranges(L):
+    return ref.key_ranges(None, range(L), 1, 1, L)
+
+
+class MoeCachedForwardTest(unittest.TestCase):
+    def setUp(self):
+        config, tensors = tiny_moe_model(seed=70, layers=2, hidden=16, heads=4, kv_heads=2,
+                                         experts=4, experts_per_token=2, expert_ffn=12,
+                                         vocab=30)
+        self.model = moe.build_model(config, tensors)
+        self.x = np.array([3, 17, 0, 9, 29, 29, 29, 29, 5], dtype=np.int64)
+
+    def test_full_forward_rows_equals_forward(self):
+        """c0 = 0, c1 = L, full key ranges, an empty cache: forward(), routing included."""
+        L = self.x.size
+        got, routing = moe.forward_rows_with_routing(self.model, self.x, 0, L, full_ranges(L),
+                                                     ref.new_cache(self.model, L), range(L))
+        want, want_routing = moe.forward_with_routing(self.model, self.x, range(L))
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
+        for a, b in zip(routing, want_routing):
+            np.testing.assert_allclose(a, b, rtol=0, atol=1e-14)
+
+    def test_some_rows_from_a_full_cache(self):
+        """A cache filled by a full forward, then only [a, b) recomputed on the same canvas:
+        the full forward's logits for those rows (no shift: row q is position q)."""
+        L = self.x.size
+        full = moe.forward(self.model, self.x, range(L))
+        cache = ref.new_cache(self.model, L)
+        moe.forward_rows(self.model, self.x, 0, L, full_ranges(L), cache, [])
+        for a, b in ((4, 8), (0, 3), (8, 9)):
+            got = moe.forward_rows(self.model, self.x, a, b, full_ranges(L)[a:b], cache,
+                                   range(a, b))
+            np.testing.assert_allclose(got, full[a:b], rtol=0, atol=1e-12,
+                                       err_msg=f"[{a}, {b})")
+
+    def test_stale_cache_is_used(self):
+        """Changing a token inside [a, b) and recomputing only [a, b): the rows outside keep
+        the old K/V, so the result is neither the old nor the new full forward."""
+        L = self.x.size
+        cache = ref.new_cache(self.model, L)
+        moe.forward_rows(self.model, self.x, 0, L, full_ranges(L), cache, [])
+        y = self.x.copy()
+        y[5] = 11
+        got = moe.forward_rows(self.model, y, 4, 8, full_ranges(L)[4:8], cache, range(4, 8))
+        self.assertGreater(rel_err(got, moe.forward(self.model, y, range(4, 8))), 1e-6)
+        self.assertGreater(rel_err(got, moe.forward(self.model, self.x, range(4, 8))), 1e-6)
+
+    def test_bad_requests(self):
+        """An uncomputed cache row, logits rows outside [c0, c1), a wrong range count."""
+        L = self.x.size
+        with self.assertRaisesRegex(ValueError, "no forward has computed"):
+            moe.forward_rows(self.model, self.x, 4, 8, full_ranges(L)[4:8],
+                             ref.new_cache(self.model, L), [4])
+        with self.assertRaisesRegex(ValueError, "outside the computed"):
+            moe.forward_rows(self.model, self.x, 0, L - 1, full_ranges(L)[:L - 1],
+                             ref.new_cache(self.model, L), [L - 1])
+        with self.assertRaisesRegex(ValueError, "key ranges for"):
+            moe.forward_rows(self.model, self.x, 0, L, full_ranges(L)[1:],
+                             ref.new_cache(self.model, L), [0])
+
+
+def hand_llada_generate(config, tensors, prompt, G, B, steps, mask):
+    """Greedy low_confidence LLaDA generate() of sampling.md §1, written out with the naive
+    loop forward of this file (row p predicts p), the mask id never chosen."""
+    x = list(prompt) + [mask] * G
+    P = len(prompt)
+    S = steps // (G // B)
+    for b in range(G // B):
+        lo, hi = P + b * B, P + (b + 1) * B
+        M = sum(1 for q in range(lo, hi) if x[q] == mask)
+        quota = [M // S + (1 if i < M % S else 0) for i in range(S)]
+        for i in range(S):
+            logits = naive_moe_forward(config, tensors, x)
+            cand = []
+            for q in range(lo, hi):
+                if x[q] != mask:
+                    continue
+                row = logits[q].copy()
+                row[mask] = -np.inf
+                tok = int(np.argmax(row))
+                conf = np.exp(logits[q][tok] - logits[q].max()) / \
+                    np.sum(np.exp(logits[q] - logits[q].max()))
+                cand.append((-conf, q, tok))
+            for _, q, tok in sorted(cand)[:quota[i]]:
+                x[q] = tok
+    return x[P:]
+
+
+class MoeGenerationTest(unittest.TestCase):
+    def setUp(self):
+        self.config, self.tensors = tiny_moe_model(seed=71, layers=2, hidden=16, heads=4,
+                                                   kv_heads=2, experts=4,
+                                                   experts_per_token=2, expert_ffn=12,
+                                                   vocab=30)
+        self.model = moe.build_model(self.config, self.tensors)
+        self.gm = moe.GenerationModel(self.model)
+        self.ids = gen.special_ids_from_config(self.config)
+
+    def test_view(self):
+        """LLaDA's sampler, full attention, the MoeModel's attributes, its own forward; the
+        dense models keep reference_forward."""
+        self.assertEqual(self.gm.family, ref.FAMILY_LLADA)
+        self.assertIsNone(self.gm.block_attention)
+        self.assertEqual(self.gm.vocab, 30)
+        self.assertIs(self.gm.layers, self.model.layers)
+        self.assertIs(gen.forward_module(self.gm), self.gm)
+        dense_config, dense_tensors = tiny_model("llada", seed=1)
+        self.assertIs(gen.forward_module(ref.build_model(dense_config, dense_tensors)), ref)
+
+    def test_generate_equals_hand_loop(self):
+        """generate_np on the view == sampling.md's loop written out on the naive forward."""
+        for B, steps in ((8, 8), (4, 8), (4, 4)):
+            r = gen.generate(self.gm, [3, 17, 0], gen.Params(gen_length=8, steps=steps,
+                                                             block_length=B), self.ids)
+            self.assertEqual(r.output_ids, hand_llada_generate(
+                self.config, self.tensors, [3, 17, 0], 8, B, steps, self.ids.mask),
+                f"B {B} steps {steps}")
+            self.assertGreater(r.ties.closest.gap, 1e-9)
+
+    def test_min_margin_tracks_every_forward(self):
+        """min_margin = the smallest routing margin of the forwards since reset()."""
+        self.assertEqual(self.gm.min_margin, math.inf)
+        a, b = [3, 17, 0, 9], [5, 5, 1]
+        self.gm.forward(self.gm, a, [0])
+        self.assertEqual(self.gm.min_margin, moe.min_routing_margin(self.model, a))
+        self.gm.forward(self.gm, b, [0])
+        self.assertEqual(self.gm.min_margin, min(moe.min_routing_margin(self.model, a),
+                                                 moe.min_routing_margin(self.model, b)))
+        self.assertEqual(self.gm.forward_calls, 2)
+        self.gm.reset()
+        self.assertEqual((self.gm.min_margin, self.gm.forward_calls), (math.inf, 0))
+        r = gen.generate(self.gm, [3, 17], gen.Params(gen_length=8, steps=8, block_length=4,
+                                                      cache="dual"), self.ids)
+        self.assertEqual(self.gm.forward_calls, r.forwards)
+        self.assertLess(self.gm.min_margin, math.inf)
+        config, tensors = tiny_moe_model(seed=72, experts=4, experts_per_token=4, vocab=30)
+        every = moe.GenerationModel(moe.build_model(config, tensors))
+        gen.generate(every, [3], gen.Params(gen_length=4, steps=4), self.ids)
+        self.assertEqual(every.min_margin, math.inf)     # top 4 of 4 cannot flip
+
+    def test_caches_change_the_result(self):
+        """prefix and dual are approximate: on this model they decode differently from none
+        (so a CLI that ignores --cache is caught); they recompute [bs, L) and [bs, be)
+        between refreshes; each is deterministic."""
+        p = dict(gen_length=12, steps=12, block_length=4, temperature=1.0, seed=2)
+        out = {c: gen.generate(self.gm, [3, 17, 0], gen.Params(cache=c, **p), self.ids)
+               for c in ("none", "prefix", "dual")}
+        self.assertNotEqual(out["none"].output_ids, out["prefix"].output_ids)
+        self.assertNotEqual(out["none"].output_ids, out["dual"].output_ids)
+        self.assertEqual([out[c].cache for c in out], ["none", "prefix", "dual"])
+        L = 15
+        for t, c0, c1 in out["prefix"].computed:
+            self.assertEqual((c0, c1), (0, L) if t % 4 == 0 else (3 + t // 4 * 4, L))
+        for t, c0, c1 in out["dual"].computed:
+            bs = 3 + t // 4 * 4
+            self.assertEqual((c0, c1), (0, L) if t % 4 == 0 else (bs, bs + 4))
+        again = gen.generate(self.gm, [3, 17, 0], gen.Params(cache="dual", **p), self.ids)
+        self.assertEqual(again.output_ids, out["dual"].output_ids)
+
+
+class CheckMoeGeneratePlumbingTest(unittest.TestCase):
+    CASES = "moe_t0_b8_s16,moe_prefix_t0_b8_s8,moe_dual_t0_b8_s8,all_t0_b4_s8"
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.mosaic = os.path.join(self.tmp.name, "mosaic")
+        fake = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_moe_mosaic.py")
+        with open(self.mosaic, "w") as f:
+            f.write(f'#!/bin/sh\nexec {sys.executable} {fake} "$@"\n')
+        os.chmod(self.mosaic, 0o755)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def run_check(self, cases, bug="", extra=()):
+        out = io.StringIO()
+        with mock.patch.dict(os.environ, {"FAKE_MOSAIC_BUG": bug}), \
+                contextlib.redirect_stdout(out):
+            rc = check_moe_generate.main(["--mosaic", self.mosaic, "--cases", cases,
+                                          "--workdir", os.path.join(self.tmp.name, "w")]
+                                         + list(extra))
+        return rc, out.getvalue()
+
+    def test_correct_cli_passes(self):
+        """A CLI that follows the contract (float32) passes every case, nothing excluded."""
+        rc, out = self.run_check(self.CASES)
+        self.assertEqual(rc, 0, out)
+        self.assertEqual(out.count("PASS "), 4, out)
+        self.assertIn("routing near-ties: 0 of 12 requests excluded", out)
+
+    def test_bugs_are_reported(self):
+        """Dream's shift, renormalised top-k weights, a cache ignored, a wrong token: status
+        1, the failing case named with the first difference."""
+        for bug, case in [("shift", "moe_t0_b8_s16"), ("renormalize_topk", "moe_t0_b8_s16"),
+                          ("no_qk_norm", "all_t0_b4_s8"),
+                          ("cache_ignored", "moe_prefix_t0_b8_s8"),
+                          ("cache_ignored", "moe_dual_t0_b8_s8"), ("token", "all_t0_b4_s8")]:
+            with self.subTest(bug=bug, case=case):
+                rc, out = self.run_check(case, bug)
+                self.assertEqual(rc, 1, out)
+                self.assertIn("FAIL " + case, out)
+                self.assertIn("first difference at generated position", out)
+
+    def test_routing_near_ties_are_excluded_and_counted(self):
+        """With a huge --tie-margin every request of a top-2-of-8 model is excluded (and the
+        case fails: too few left), while top 4 of 4 never ties."""
+        rc, out = self.run_check("moe_t0_b8_s16,all_t0_b4_s8", extra=("--tie-margin", "2"))
+        self.assertEqual(rc, 1, out)
+        self.assertIn("ROUTING TIE: prompt 0", out)
+        self.assertIn("too few left to check", out)
+        self.assertIn("PASS all_t0_b4_s8", out)
+        self.assertIn("routing near-ties: 3 of 6 requests excluded", out)
+        self.assertTrue(check_moe_generate.excluded_too_many(2, 7))
+        self.assertFalse(check_moe_generate.excluded_too_many(1, 4))
 
 
 if __name__ == "__main__":
