@@ -4,7 +4,10 @@
 One denoising step as the reference LLaDA loop runs it: a full-sequence forward in bf16 with SDPA
 attention, logits for all L positions, Gumbel-max in float64 when temperature > 0, softmax
 confidence of the un-noised logits, top-k commit. Weights come from the same Hugging Face folder
-Mosaic loads (LLaDA or Dream naming; made by `mosaic make-test-model`).
+Mosaic loads (LLaDA, Dream or LLaDA-MoE naming; made by `mosaic make-test-model`). LLaDA-MoE runs
+its reference's forward (moe-models.md 1.4): per-head q/k RMSNorm before RoPE, a bf16 router,
+fp32 softmax, top-k without renormalisation, and the loop over experts adding each one's
+weighted output into a bf16 accumulator with index_add.
 
   torch_step.py --model DIR --seq-len 4096,16384,32768 [--temperature T] [--lmax-budget 24GiB]
                 [--json OUT.json]
@@ -37,7 +40,7 @@ class Reference:
         with open(os.path.join(folder, "config.json")) as f:
             cfg = json.load(f)
         arch = cfg["architectures"][0]
-        self.family = "dream" if arch.startswith("Dream") else "llada"
+        self.family = "dream" if arch.startswith("Dream") else "llada-moe" if arch == "LLaDAMoEModelLM" else "llada"
         weights = {}
         index = os.path.join(folder, "model.safetensors.index.json")
         files = sorted(set(json.load(open(index))["weight_map"].values())) if os.path.exists(index) else ["model.safetensors"]
@@ -60,6 +63,10 @@ class Reference:
             self.theta = cfg.get("rope_theta", 10000.0)
             self.eps = cfg.get("rms_norm_eps", 1e-6)
             self.mask_id = cfg.get("mask_token_id", 151666)
+        if self.family == "llada-moe":
+            self.eps = cfg.get("rms_norm_eps", 1e-5)
+            self.mask_id = cfg.get("mask_token_id", 156895)
+            self.experts, self.top_k = cfg["num_experts"], cfg["num_experts_per_tok"]
         self.head_dim = self.hidden // self.heads
         self.weight_bytes = sum(v.numel() * v.element_size() for v in self.w.values())
 
@@ -70,6 +77,11 @@ class Reference:
                         o=p + "attn_out.weight", ffn_norm=p + "ff_norm.weight", gate=p + "ff_proj.weight",
                         up=p + "up_proj.weight", down=p + "ff_out.weight")
         p = f"model.layers.{i}."
+        if self.family == "llada-moe":
+            return dict(attn_norm=p + "input_layernorm.weight", q=p + "self_attn.q_proj", k=p + "self_attn.k_proj",
+                        v=p + "self_attn.v_proj", o=p + "self_attn.o_proj.weight", q_norm=p + "self_attn.q_norm.weight",
+                        k_norm=p + "self_attn.k_norm.weight", ffn_norm=p + "post_attention_layernorm.weight",
+                        router=p + "mlp.gate.weight", expert=p + "mlp.experts.{}.{}_proj.weight")
         return dict(attn_norm=p + "input_layernorm.weight", q=p + "self_attn.q_proj", k=p + "self_attn.k_proj",
                     v=p + "self_attn.v_proj", o=p + "self_attn.o_proj.weight",
                     ffn_norm=p + "post_attention_layernorm.weight", gate=p + "mlp.gate_proj.weight",
@@ -98,6 +110,22 @@ class Reference:
         rotated = torch.cat([-x[..., half:], x[..., :half]], -1)
         return x * cos + rotated * sin
 
+    def moe(self, h, n):
+        """The reference's MoE block: bf16 router, fp32 softmax, top-k, a loop over the experts."""
+        probabilities = F.softmax(F.linear(h, self.w[n["router"]]), dim=-1, dtype=torch.float32)
+        weights, chosen = torch.topk(probabilities, self.top_k, dim=-1)
+        weights = weights.to(h.dtype)
+        out = torch.zeros_like(h)
+        for e in range(self.experts):
+            rows, slot = torch.where(chosen == e)
+            if rows.numel() == 0:
+                continue
+            x = h[rows]
+            y = F.linear(F.silu(F.linear(x, self.w[n["expert"].format(e, "gate")])) *
+                         F.linear(x, self.w[n["expert"].format(e, "up")]), self.w[n["expert"].format(e, "down")])
+            out.index_add_(0, rows, y * weights[rows, slot, None])
+        return out
+
     @torch.no_grad()
     def logits(self, ids):
         w = self.w
@@ -111,6 +139,8 @@ class Reference:
             q = self.linear(h, n["q"]).view(L, self.heads, self.head_dim).transpose(0, 1)
             k = self.linear(h, n["k"]).view(L, self.kv_heads, self.head_dim).transpose(0, 1)
             v = self.linear(h, n["v"]).view(L, self.kv_heads, self.head_dim).transpose(0, 1)
+            if self.family == "llada-moe":  # per head, before RoPE
+                q, k = self.rms_norm(q, w[n["q_norm"]]), self.rms_norm(k, w[n["k_norm"]])
             q, k = self.rope(q, positions), self.rope(k, positions)
             if self.kv_heads != self.heads:
                 k = k.repeat_interleave(self.heads // self.kv_heads, 0)
@@ -118,7 +148,10 @@ class Reference:
             a = F.scaled_dot_product_attention(q[None], k[None], v[None], is_causal=False)[0]
             x = x + F.linear(a.transpose(0, 1).reshape(L, -1), w[n["o"]])
             h = self.rms_norm(x, w[n["ffn_norm"]])
-            x = x + F.linear(F.silu(F.linear(h, w[n["gate"]])) * F.linear(h, w[n["up"]]), w[n["down"]])
+            if self.family == "llada-moe":
+                x = x + self.moe(h, n)
+            else:
+                x = x + F.linear(F.silu(F.linear(h, w[n["gate"]])) * F.linear(h, w[n["up"]]), w[n["down"]])
         x = self.rms_norm(x, w["model.transformer.ln_f.weight" if self.family == "llada" else "model.norm.weight"])
         head = w.get("model.transformer.ff_out.weight" if self.family == "llada" else "lm_head.weight", embed)
         out = F.linear(x, head)

@@ -7,6 +7,7 @@
 #include "mem/host_memory.h"
 #ifdef MOSAIC_HAVE_CUDA
 #include "backend/cuda/attention.h"
+#include "backend/cuda/moe.h"
 #include "mem/cuda_arena.h"
 #endif
 
@@ -19,15 +20,18 @@ BackendChoice make_step_runner(const Model& model, const EngineOptions& options)
   const bool gpu_visible = cuda_devices_visible();
   // A head dimension the CUDA attention kernels do not take: refused on "cuda", the CPU on "auto".
   const int64_t head_dim = model.config().head_dim;
-  // LLaDA-MoE's expert FFN and per-head q/k norms have CPU kernels only so far.
-  const bool cuda_runs_family = model.config().experts == 0 && !model.config().qk_norm;
+  // The CUDA expert kernels' limits (backend/cuda/moe.h); LLaDA-MoE has 64 experts, 8 per token.
+  const ModelConfig& config = model.config();
+  const bool cuda_runs_family = config.experts <= cuda::kMoeMaxExperts && config.experts_per_token <= cuda::kMoeMaxExpertsPerToken;
   if (gpu_visible && !cuda_runs_family) {
     if (options.device == "cuda")
-      fail("{}: {} runs on the CPU only so far (its expert FFN has no CUDA kernels yet); use --device cpu",
-           printable_path(model.checkpoint().dir()), family_name(model.config().family));
+      fail("{}: {} experts ({} per token) cannot run on CUDA (its expert kernels take up to {}, {} per token); use "
+           "--device cpu",
+           printable_path(model.checkpoint().dir()), config.experts, config.experts_per_token, cuda::kMoeMaxExperts,
+           cuda::kMoeMaxExpertsPerToken);
     if (options.device == "auto")
-      log(LogLevel::warn, "{}: {} has no CUDA kernels yet: running on the CPU",
-          printable_path(model.checkpoint().dir()), family_name(model.config().family));
+      log(LogLevel::warn, "{}: {} experts have no CUDA kernels (up to {}): running on the CPU",
+          printable_path(model.checkpoint().dir()), config.experts, cuda::kMoeMaxExperts);
   }
   const bool cuda_runs_it = cuda_runs_family && cuda::attention_supports_head_dim(head_dim);
   if (gpu_visible && cuda_runs_family && !cuda_runs_it) {

@@ -16,6 +16,7 @@
 #include "backend/cuda/gate_up_swiglu.h"
 #include "backend/cuda/gemm.h"
 #include "backend/cuda/lm_head.h"
+#include "backend/cuda/moe.h"
 #include "core/error.h"
 #include "core/format_bytes.h"
 #include "core/half.h"
@@ -75,7 +76,7 @@ CudaStepGraphs::Signature launch_signature(const Graph& graph, const Address& ad
   for (const GraphOp& op : graph.ops) {
     put(op.kind), put(op.layer), put(op.weight), put(op.has_bias), put(op.accumulate), put(op.rows);
     put(op.segment_begin), put(op.segment_count);
-    for (const TensorRef* ref : {&op.out, &op.a, &op.b, &op.c, &op.index, &op.scratch}) {
+    for (const TensorRef* ref : {&op.out, &op.a, &op.b, &op.c, &op.index, &op.scratch, &op.out2}) {
       if (!ref->valid()) {
         put(-1);
         continue;
@@ -102,6 +103,9 @@ struct CudaExecutor::Impl {
   // but steps measured 0.5-1 % slower on the H200 (docs/design/gate-up-swiglu.md).
   bool fuse_gate_up = false;
   void* weights = nullptr;   // one allocation, bf16 tensors at 256-byte aligned offsets
+  // Mixture-of-experts layers: per layer and role (expert_gate, expert_up, expert_down) the
+  // device addresses of its experts' weights, [layers][3][experts], for the grouped product.
+  DeviceBuffer expert_tables;
   uint64_t weight_bytes = 0;
   std::map<const void*, const void*> device_of;  // host view data -> device bf16 copy
   cuda::Gemm gemm;
@@ -111,6 +115,12 @@ struct CudaExecutor::Impl {
   CudaStepGraphs graphs;  // MOSAIC_CUDA_GRAPHS=0 turns replays off
 
   Impl(const Model& m, int d) : model(m), device(d) {}
+
+  const void* const* expert_table(int32_t layer, WeightRole role) const {
+    const int64_t which = role == WeightRole::expert_gate ? 0 : role == WeightRole::expert_up ? 1 : 2;
+    const int64_t experts = model.config().experts;
+    return static_cast<const void* const*>(expert_tables.data) + (int64_t{layer} * 3 + which) * experts;
+  }
 
   const void* on_device(const WeightView& view) const {
     const auto found = device_of.find(view.data);
@@ -141,10 +151,13 @@ CudaExecutor::CudaExecutor(const Model& model, int device) : impl_(std::make_uni
   // Every distinct tensor once (a tied LM head is the embedding).
   const ModelWeights& w = model.weights();
   std::vector<const WeightView*> views = {&w.embedding, &w.final_norm, &w.lm_head};
-  for (const LayerWeights& l : w.layers)
+  for (const LayerWeights& l : w.layers) {
     for (const WeightView* v : {&l.attn_norm, &l.q, &l.k, &l.v, &l.q_bias, &l.k_bias, &l.v_bias, &l.o,
-                                &l.ffn_norm, &l.gate, &l.up, &l.down})
+                                &l.q_norm, &l.k_norm, &l.ffn_norm, &l.gate, &l.up, &l.down, &l.router})
       views.push_back(v);
+    for (const ExpertWeights& e : l.experts)
+      for (const WeightView* v : {&e.gate, &e.up, &e.down}) views.push_back(v);
+  }
   std::map<const void*, uint64_t> offsets;
   uint64_t total = 0;
   for (const WeightView* view : views) {
@@ -176,6 +189,18 @@ CudaExecutor::CudaExecutor(const Model& model, int device) : impl_(std::make_uni
     }
     MOSAIC_CUDA_CHECK(cudaMemcpy(target, source, count * 2, cudaMemcpyHostToDevice));
     impl_->device_of[view->data] = target;
+  }
+  if (model.config().experts > 0) {
+    std::vector<const void*> table;
+    for (size_t l = 0; l < w.layers.size(); ++l)
+      for (WeightRole role : {WeightRole::expert_gate, WeightRole::expert_up, WeightRole::expert_down})
+        for (int64_t e = 0; e < model.config().experts; ++e)
+          table.push_back(w.layers[l].experts.empty()
+                              ? nullptr
+                              : impl_->on_device(expert_weight_of(w, static_cast<int32_t>(l), role, e)));
+    impl_->expert_tables.fit(table.size() * sizeof(void*));
+    MOSAIC_CUDA_CHECK(cudaMemcpy(impl_->expert_tables.data, table.data(), table.size() * sizeof(void*),
+                                 cudaMemcpyHostToDevice));
   }
 }
 
@@ -219,7 +244,10 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
     const GraphTensor& tensor = graph.tensors[t];
     if (tensor.resident) continue;
     MOSAIC_ASSERT(tensor.bytes() <= planned.usages[t].bytes, "{} does not fit its slot", graph.tensor_name(int32_t(t)));
-    MOSAIC_ASSERT(tensor.dtype != DType::f32 || tensor.category == TensorCategory::head,
+    // fp32 only where the graph asks for it whatever the activations: the head's results, the
+    // router's probabilities.
+    MOSAIC_ASSERT(tensor.dtype != DType::f32 || tensor.category == TensorCategory::head ||
+                      tensor.role == TensorRole::route_weights,
                   "the CUDA backend runs bf16 activations ({} is fp32)", graph.tensor_name(int32_t(t)));
   }
   auto* base = static_cast<std::byte*>(arena.base());
@@ -444,13 +472,31 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
           x.gemm.run(args, stream);
           break;
         }
-        case OpKind::head_norm:
+        case OpKind::head_norm:  // rows x heads norms of head_dim (contiguous heads)
+          cuda::rms_norm(op.rows * (cols(op.out) / c.head_dim), c.head_dim, address(op.out), c.head_dim, nullptr,
+                         x.on_device(weight_of(w, op.layer, op.weight)), eps, address(op.out), c.head_dim, stream);
+          break;
         case OpKind::moe_route:
+          cuda::moe_route(op.rows, c.experts, c.experts_per_token, address(op.a), cols(op.a), i32(op.out),
+                          static_cast<float*>(address(op.out2)), stream);
+          break;
         case OpKind::moe_permute:
-        case OpKind::expert_linear:
+          cuda::moe_permute(op.rows, c.experts, c.experts_per_token, i32(op.a), i32(op.out), i32(op.out2), stream);
+          break;
+        case OpKind::expert_linear: {
+          const WeightView& first = expert_weight_of(w, op.layer, op.weight, 0);
+          cuda::ExpertGemmArgs args;
+          args.max_rows = op.rows, args.n = first.shape[0], args.k = first.shape[1], args.experts = c.experts;
+          args.a = address(op.a), args.lda = cols(op.a);
+          args.weights = x.expert_table(op.layer, op.weight);
+          args.offsets = i32(op.index);
+          args.out = address(op.out), args.ldc = cols(op.out);
+          cuda::expert_gemm(args, stream);
+          break;
+        }
         case OpKind::moe_combine:
-          // make_step_runner keeps these models on the CPU (api/step_runner_factory.cc).
-          MOSAIC_ASSERT(false, "{} has no CUDA kernel", op_kind_name(op.kind));
+          cuda::moe_combine(op.rows, c.hidden, c.experts_per_token, address(op.out), cols(op.out), address(op.a),
+                            cols(op.a), static_cast<const float*>(address(op.b)), i32(op.index), stream);
           break;
         case OpKind::lm_head_stats: {
           MOSAIC_ASSERT(op.scratch.valid(), "the CUDA fused head needs its scratch tensor (head_scratch_per_row)");

@@ -2,8 +2,8 @@
 // within bf16 tolerance, every greedy decision of a generation the same as the CPU's except at
 // near-ties, chunked steps bit-identical to unchunked ones. Each test runs on the tiny LLaDA and
 // Dream and on copies of them with other head dims: 80, 96 and 256 (attention's 16-byte tile
-// copies), 32 and 72 (its element-wise copies, through the 64- and 80-wide kernels). Skipped
-// without a device.
+// copies), 32 and 72 (its element-wise copies, through the 64- and 80-wide kernels); and on the
+// tiny LLaDA-MoE (per-head q/k norms, 8 experts, 2 per token). Skipped without a device.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -35,6 +35,7 @@ struct TinyModel {
 
 std::string tiny_model_name(const TinyModel& model) {
   std::string name(family_name(model.family));
+  std::replace(name.begin(), name.end(), '-', '_');  // gtest names: [A-Za-z0-9_]
   if (model.head_dim != 0) name += "_d" + std::to_string(model.head_dim);
   return name;
 }
@@ -42,6 +43,8 @@ std::string tiny_model_name(const TinyModel& model) {
 class CudaStep : public ::testing::TestWithParam<TinyModel> {
  protected:
   static Family family() { return GetParam().family; }
+  // A mixture of experts: bf16 routing may pick other experts than the CPU's for near-tied rows.
+  static bool routed() { return GetParam().family == Family::llada_moe; }
   void SetUp() override {
     if (!cuda_devices_visible()) GTEST_SKIP() << "no CUDA device";
     ModelConfig config = test_model_preset(family(), "tiny");
@@ -90,8 +93,11 @@ TEST_P(CudaStep, LogitsMatchTheCpuReference) {
   const StepOutput got = gpu.run(input);
   ASSERT_EQ(got.values.size(), expected.values.size());
   const int64_t vocab = got.cols;
-  double worst = 0;
-  for (size_t r = 0; r < got.values.size() / vocab; ++r) {
+  // Every row within 2e-2; for a routed model (LockstepRunner says why) up to 5 % of the rows may
+  // be further off, and the median row must be within 1e-2.
+  const size_t rows = got.values.size() / vocab;
+  std::vector<double> errors;
+  for (size_t r = 0; r < rows; ++r) {
     double diff = 0, norm = 0;
     for (int64_t v = 0; v < vocab; ++v) {
       const double g = got.values[r * vocab + v], e = expected.values[r * vocab + v];
@@ -99,10 +105,20 @@ TEST_P(CudaStep, LogitsMatchTheCpuReference) {
       diff += (g - e) * (g - e);
       norm += e * e;
     }
-    EXPECT_LE(std::sqrt(diff / norm), 2e-2) << "row " << r;
-    worst = std::max(worst, std::sqrt(diff / norm));
+    errors.push_back(std::sqrt(diff / norm));
+    if (!routed()) {
+      EXPECT_LE(errors.back(), 2e-2) << "row " << r;
+    }
   }
-  std::printf("  %s: worst row |gpu - cpu| / |cpu| = %.2e\n", tiny_model_name(GetParam()).c_str(), worst);
+  const size_t beyond = std::count_if(errors.begin(), errors.end(), [](double e) { return e > 2e-2; });
+  std::vector<double> sorted = errors;
+  std::sort(sorted.begin(), sorted.end());
+  if (routed()) {
+    EXPECT_LE(double(beyond), 0.05 * double(rows)) << beyond << " of " << rows << " rows beyond 2e-2";
+    EXPECT_LE(sorted[rows / 2], 1e-2);
+  }
+  std::printf("  %s: worst row |gpu - cpu| / |cpu| = %.2e, median %.2e, %zu of %zu rows beyond 2e-2\n",
+              tiny_model_name(GetParam()).c_str(), sorted.back(), sorted[rows / 2], beyond, rows);
 }
 
 TEST_P(CudaStep, ChunkedStepIsBitIdentical) {
@@ -222,9 +238,16 @@ TEST_P(CudaStep, RepeatedStepsReplayAGraphWithTheSameBits) {
 // tokens cannot be promised against an fp32 reference (the GPU stores activations in bf16), so
 // a token may differ only where the CPU's top two logits are closer than kTieMargin, and every
 // value the position selection reads (chosen logit, log-sum-exp) must agree within kLogitTolerance.
+//
+// A mixture-of-experts model (routed) adds a difference no tolerance bounds: where a row's k-th
+// and (k+1)-th router probabilities are closer than the bf16 activations' error, the GPU picks
+// another expert than the CPU, and that row's values move by a few percent (docs/design/moe.md).
+// For it, up to kRoutedMismatchShare of the decisive rows may decide otherwise, and the 95th
+// percentile of the errors (not the maximum) must be within kLogitTolerance.
 class LockstepRunner : public StepRunner {
  public:
-  LockstepRunner(StepRunner& cpu, StepRunner& gpu) : cpu_(cpu), gpu_(gpu) {}
+  LockstepRunner(StepRunner& cpu, StepRunner& gpu, bool routed = false) : routed_(routed), cpu_(cpu), gpu_(gpu) {}
+  static constexpr double kRoutedMismatchShare = 0.05;
   static constexpr double kTieMargin = 0.05, kLogitTolerance = 0.025;
 
   // Each runner holds its own KV cache: a sequence's id names the CPU's, the GPU's is looked up.
@@ -258,20 +281,40 @@ class LockstepRunner : public StepRunner {
       for (int c = 0; c < kHeadStatCount; ++c) EXPECT_FALSE(std::isnan(g[c])) << "row " << r;
       if (e[kHeadMax] - e[kHeadSecond] < kTieMargin) {
         ++near_ties_;
-      } else {
-        EXPECT_EQ(g[kHeadChosen], e[kHeadChosen]) << "step " << steps_ << " row " << r;
+      } else if (g[kHeadChosen] != e[kHeadChosen]) {
+        ++mismatched_;
+        if (!routed_)
+          ADD_FAILURE() << "step " << steps_ << " row " << r << ": chose " << g[kHeadChosen] << ", the CPU "
+                        << e[kHeadChosen];
       }
       if (g[kHeadChosen] == e[kHeadChosen]) {
-        max_error_ = std::max({max_error_, std::abs(double(g[kHeadChosenLogit]) - e[kHeadChosenLogit]),
-                               std::abs(double(g[kHeadLogSumExp]) - e[kHeadLogSumExp])});
+        const double error = std::max(std::abs(double(g[kHeadChosenLogit]) - e[kHeadChosenLogit]),
+                                      std::abs(double(g[kHeadLogSumExp]) - e[kHeadLogSumExp]));
+        max_error_ = std::max(max_error_, error);
+        errors_.push_back(error);
         ++same_;
       }
     }
     ++steps_;
     return expected;
   }
-  int64_t steps_ = 0, rows_ = 0, same_ = 0, near_ties_ = 0;
+  // The error the test bounds: the largest, or for a routed model the 95th percentile.
+  double bounded_error() const {
+    if (!routed_ || errors_.empty()) return max_error_;
+    std::vector<double> sorted = errors_;
+    std::sort(sorted.begin(), sorted.end());
+    return sorted[static_cast<size_t>(0.95 * double(sorted.size() - 1))];
+  }
+  void expect_agreement(const std::string& what) const {
+    EXPECT_GT(steps_, 0) << what;
+    EXPECT_LE(bounded_error(), kLogitTolerance) << what;
+    EXPECT_LE(near_ties_ * 2, rows_) << what << ": too few decisive rows to test anything";
+    EXPECT_LE(double(mismatched_), kRoutedMismatchShare * double(rows_ - near_ties_)) << what;
+  }
+  int64_t steps_ = 0, rows_ = 0, same_ = 0, near_ties_ = 0, mismatched_ = 0;
   double max_error_ = 0;
+  std::vector<double> errors_;
+  const bool routed_;
 
  private:
   StepRunner& cpu_;
@@ -282,19 +325,17 @@ class LockstepRunner : public StepRunner {
 TEST_P(CudaStep, GreedyDecisionsMatchTheCpuAtEveryStep) {
   GenerationOptions options;
   options.gen_length = 24, options.steps = 12;
-  if (family() == Family::llada) options.block_length = 8;
+  if (family() != Family::dream) options.block_length = 8;
   else options.alg = DreamAlg::maskgit_plus;
   const std::vector<GenerationRequest> requests = {
       {{5, 9, 13, 2}, options}, {{77}, options}, {{3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5}, options}};
   CpuStepRunner cpu(*model_);
   CudaStepRunner gpu(*model_, 0, std::nullopt);
-  LockstepRunner lockstep(cpu, gpu);
+  LockstepRunner lockstep(cpu, gpu, routed());
   const auto expected = generate(model_->config(), cpu, requests);
   const auto driven = generate(model_->config(), lockstep, requests);
   for (size_t r = 0; r < requests.size(); ++r) EXPECT_EQ(driven[r].canvas, expected[r].canvas);
-  EXPECT_GT(lockstep.steps_, 0);
-  EXPECT_LE(lockstep.max_error_, LockstepRunner::kLogitTolerance);
-  EXPECT_LE(lockstep.near_ties_ * 2, lockstep.rows_) << "too few decisive rows to test anything";
+  lockstep.expect_agreement("greedy");
 
   // Free-running on the GPU alone: reported, not asserted (a near-tie may fork the trajectory).
   const auto alone = generate(model_->config(), gpu, requests);
@@ -302,10 +343,12 @@ TEST_P(CudaStep, GreedyDecisionsMatchTheCpuAtEveryStep) {
   for (size_t r = 0; r < requests.size(); ++r)
     for (size_t i = 0; i < alone[r].canvas.size(); ++i, ++tokens)
       same_tokens += alone[r].canvas[i] == expected[r].canvas[i];
-  std::printf("  %s: %lld steps, %lld rows, %lld near-ties, same choice %lld, max |logit error| %.4f;"
-              " free-running GPU generation equals the CPU's on %lld/%lld tokens\n",
+  std::printf("  %s: %lld steps, %lld rows, %lld near-ties, %lld decisive rows decided otherwise, same choice %lld,"
+              " max |logit error| %.4f (95th percentile %.4f); free-running GPU generation equals the CPU's on"
+              " %lld/%lld tokens\n",
               tiny_model_name(GetParam()).c_str(), (long long)lockstep.steps_, (long long)lockstep.rows_,
-              (long long)lockstep.near_ties_, (long long)lockstep.same_, lockstep.max_error_,
+              (long long)lockstep.near_ties_, (long long)lockstep.mismatched_, (long long)lockstep.same_,
+              lockstep.max_error_, lockstep.bounded_error(),
               (long long)same_tokens, (long long)tokens);
 }
 
@@ -356,17 +399,17 @@ TEST_P(CudaStep, CachedGenerationsMatchTheCpuAtEveryStep) {
         {{5, 9, 13, 2}, options}, {{77}, options}, {{3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5}, options}};
     CpuStepRunner cpu(model);
     CudaStepRunner gpu(model, 0, std::nullopt);
-    LockstepRunner lockstep(cpu, gpu);
+    LockstepRunner lockstep(cpu, gpu, routed());
     const auto expected = generate(model.config(), cpu, requests);
     const auto driven = generate(model.config(), lockstep, requests);
     for (size_t r = 0; r < requests.size(); ++r) EXPECT_EQ(driven[r].canvas, expected[r].canvas) << what;
-    EXPECT_GT(lockstep.steps_, 0) << what;
-    EXPECT_LE(lockstep.max_error_, LockstepRunner::kLogitTolerance) << what;
-    EXPECT_LE(lockstep.near_ties_ * 2, lockstep.rows_) << what << ": too few decisive rows to test anything";
+    lockstep.expect_agreement(what);
     EXPECT_EQ(gpu.cache_stats().pages_used, 0) << what;
-    std::printf("  %s %s: %lld steps, %lld rows, %lld near-ties, max |logit error| %.4f\n",
+    std::printf("  %s %s: %lld steps, %lld rows, %lld near-ties, %lld decided otherwise, max |logit error| %.4f"
+                " (95th percentile %.4f)\n",
                 tiny_model_name(GetParam()).c_str(), what, (long long)lockstep.steps_, (long long)lockstep.rows_,
-                (long long)lockstep.near_ties_, lockstep.max_error_);
+                (long long)lockstep.near_ties_, (long long)lockstep.mismatched_, lockstep.max_error_,
+                lockstep.bounded_error());
   };
   GenerationOptions options;
   options.gen_length = 24, options.steps = 24, options.block_length = 8;
@@ -390,7 +433,8 @@ INSTANTIATE_TEST_SUITE_P(Models, CudaStep,
                          ::testing::Values(TinyModel{Family::llada}, TinyModel{Family::dream},
                                            TinyModel{Family::llada, 80}, TinyModel{Family::llada, 96},
                                            TinyModel{Family::llada, 256}, TinyModel{Family::dream, 80},
-                                           TinyModel{Family::llada, 32}, TinyModel{Family::llada, 72}),
+                                           TinyModel{Family::llada, 32}, TinyModel{Family::llada, 72},
+                                           TinyModel{Family::llada_moe}),
                          [](const auto& info) { return tiny_model_name(info.param); });
 
 }  // namespace
