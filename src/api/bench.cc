@@ -10,6 +10,13 @@
 #include "model/model_weights.h"
 
 namespace mosaic {
+namespace {
+
+// The MLP width a token's FFN computes: the dense SwiGLU's, or its k experts' together (the
+// router's E x hidden product is left out: 1/16 of that at LLaDA-MoE's shape).
+int64_t active_ffn(const ModelConfig& c) { return c.experts > 0 ? c.experts_per_token * c.expert_ffn : c.ffn; }
+
+}  // namespace
 
 double step_flops(int64_t hidden, int64_t layers, int64_t heads, int64_t kv_heads, int64_t head_dim,
                   int64_t ffn, int64_t vocab, int64_t length, int64_t candidates,
@@ -137,7 +144,7 @@ StepBenchmark StepBench::run(int64_t length, int64_t masked, double temperature,
   time_steps(*impl_->backend.runner, input, warmup, repeats, b);
   // The FLOPs the steps did: their last layer ran over the candidates only unless switched off or
   // the budget's chunking chose every row.
-  b.flops = step_flops(c.hidden, c.layers, c.heads, c.kv_heads, c.head_dim, c.ffn, c.vocab, length, masked,
+  b.flops = step_flops(c.hidden, c.layers, c.heads, c.kv_heads, c.head_dim, active_ffn(c), c.vocab, length, masked,
                        b.last_layer_candidates_only);
   return b;
 }
@@ -165,7 +172,8 @@ StepBenchmark StepBench::run_cached(int64_t length, int64_t masked, double tempe
     throw;
   }
   runner.release_cache(sequence.cache_id);
-  b.flops = cached_step_flops(c.hidden, c.layers, c.heads, c.kv_heads, c.head_dim, c.ffn, c.vocab, length, masked);
+  b.flops = cached_step_flops(c.hidden, c.layers, c.heads, c.kv_heads, c.head_dim, active_ffn(c), c.vocab, length,
+                              masked);
   return b;
 }
 
