@@ -14,7 +14,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // Invariants every accepted config must satisfy (the loader and planner rely on them).
     if (config.hidden <= 0 || config.heads <= 0 || config.kv_heads <= 0 ||
         config.heads % config.kv_heads != 0 || config.head_dim * config.heads != config.hidden ||
-        config.head_dim % 2 != 0 || config.ffn <= 0 || config.vocab <= 0 ||
+        config.head_dim % 2 != 0 || config.vocab <= 0 ||
+        // A dense model's FFN width; a mixture of experts' experts (its dense width is unused).
+        (config.experts == 0 ? config.ffn <= 0
+                             : config.experts_per_token < 1 || config.experts_per_token > config.experts ||
+                                   config.expert_ffn <= 0 || config.ffn < 0) ||
         config.mask_token_id >= config.vocab || config.eos_token_id >= config.vocab ||
         config.pad_token_id >= config.vocab || config.layers <= 0)
       __builtin_trap();
