@@ -7,9 +7,9 @@
 //   next free rows: its rank among the earlier pairs of the same expert comes from
 //   __match_any_sync within its warp and per-warp counts across warps, so rows stay ascending
 //   within an expert.
-// - expert_gemm: 64 x 64 output tiles of one expert's permuted rows, 4 warps of mma.sync
+// - expert_gemm: 128 x 128 output tiles of one expert's permuted rows, 8 warps of mma.sync
 //   m16n8k16 (bf16 in, fp32 accumulate), K in 32-wide tiles double-buffered by cp.async. The
-//   grid covers an upper bound of every expert's row tiles (max_rows / 64 + experts); a CTA finds
+//   grid covers an upper bound of every expert's row tiles (max_rows / 128 + experts); a CTA finds
 //   its expert by walking the offsets and leaves when it has none. An output's K loop is the same
 //   whichever tile or CTA computes its row, so row chunking changes no bit.
 // - moe_combine: one thread per output element, the k terms in order.
@@ -152,7 +152,9 @@ __global__ void __launch_bounds__(kPermuteThreads) moe_permute_kernel(int64_t pa
 }
 
 // ---- grouped product -----------------------------------------------------------------------
-constexpr int kBM = 64, kBN = 64, kBK = 32, kGemmThreads = 128;
+// 8 warps in 2 x 4, each a 64 x 32 block of the 128 x 128 tile (4 x 4 mma tiles).
+constexpr int kBM = 128, kBN = 128, kBK = 32, kWarpsN = 4, kGemmThreads = 256;
+constexpr int kWarpRows = 64, kWarpCols = 32, kMi = kWarpRows / 16, kNj = kWarpCols / 8;
 constexpr int kRowChunks = kBK / 8 + 1;  // a tile row of 4 chunks padded to 5: ldmatrix without conflicts
 
 __device__ __forceinline__ uint32_t tile_offset(int row, int chunk) {
@@ -183,10 +185,11 @@ __global__ void __launch_bounds__(kGemmThreads) expert_gemm_kernel(const ExpertG
   const uint32_t a_tiles = smem_address(smem), b_tiles = a_tiles + 2 * kBM * kRowChunks * 16;
   constexpr uint32_t kStage = kBM * kRowChunks * 16;
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
-  const int warp_m = warp / 2, warp_n = warp % 2;
+  const int warp_m = warp / kWarpsN, warp_n = warp % kWarpsN;
 
   auto load = [&](int t) {
     const int64_t k0 = int64_t{t} * kBK;
+    static_assert(kBM == kBN, "A and B tiles share the loop");
     for (int i = tid; i < kBM * (kBK / 8); i += kGemmThreads) {
       const int row = i / (kBK / 8), chunk = i % (kBK / 8);
       const int64_t column = k0 + chunk * 8;
@@ -198,7 +201,7 @@ __global__ void __launch_bounds__(kGemmThreads) expert_gemm_kernel(const ExpertG
     }
   };
 
-  float acc[2][4][4] = {};
+  float acc[kMi][kNj][4] = {};
   const int k_tiles = static_cast<int>((args.k + kBK - 1) / kBK);
   load(0);
   cp_async_commit();
@@ -214,17 +217,18 @@ __global__ void __launch_bounds__(kGemmThreads) expert_gemm_kernel(const ExpertG
     const uint32_t a_tile = a_tiles + (t & 1) * kStage, b_tile = b_tiles + (t & 1) * kStage;
 #pragma unroll
     for (int kk = 0; kk < kBK / 16; ++kk) {
-      uint32_t fa[2][4];
+      uint32_t fa[kMi][4];
 #pragma unroll
-      for (int mi = 0; mi < 2; ++mi)
-        ldmatrix_x4(fa[mi], a_tile + tile_offset(warp_m * 32 + mi * 16 + (lane & 15), 2 * kk + (lane >> 4)));
+      for (int mi = 0; mi < kMi; ++mi)
+        ldmatrix_x4(fa[mi], a_tile + tile_offset(warp_m * kWarpRows + mi * 16 + (lane & 15), 2 * kk + (lane >> 4)));
 #pragma unroll
-      for (int nj = 0; nj < 4; nj += 2) {
+      for (int nj = 0; nj < kNj; nj += 2) {
         uint32_t fb[4];  // b0, b1 of n-tile nj, then of nj + 1
         const int matrix = lane >> 3;
-        ldmatrix_x4(fb, b_tile + tile_offset(warp_n * 32 + (nj + (matrix >> 1)) * 8 + (lane & 7), 2 * kk + (matrix & 1)));
+        ldmatrix_x4(fb, b_tile + tile_offset(warp_n * kWarpCols + (nj + (matrix >> 1)) * 8 + (lane & 7),
+                                             2 * kk + (matrix & 1)));
 #pragma unroll
-        for (int mi = 0; mi < 2; ++mi) {
+        for (int mi = 0; mi < kMi; ++mi) {
           mma_bf16_16816(acc[mi][nj], fa[mi], fb[0], fb[1]);
           mma_bf16_16816(acc[mi][nj + 1], fa[mi], fb[2], fb[3]);
         }
@@ -236,13 +240,13 @@ __global__ void __launch_bounds__(kGemmThreads) expert_gemm_kernel(const ExpertG
   bf16* out = static_cast<bf16*>(args.out) + first * args.ldc + col0;
   const int quad_row = lane / 4, quad_col = lane % 4;
 #pragma unroll
-  for (int mi = 0; mi < 2; ++mi)
+  for (int mi = 0; mi < kMi; ++mi)
 #pragma unroll
-    for (int nj = 0; nj < 4; ++nj)
+    for (int nj = 0; nj < kNj; ++nj)
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
-        const int row = warp_m * 32 + mi * 16 + quad_row + 8 * half;
-        const int col = warp_n * 32 + nj * 8 + 2 * quad_col;
+        const int row = warp_m * kWarpRows + mi * 16 + quad_row + 8 * half;
+        const int col = warp_n * kWarpCols + nj * 8 + 2 * quad_col;
         if (row < valid && col < valid_cols)
           *reinterpret_cast<uint32_t*>(out + row * args.ldc + col) =
               pack_bf16x2(acc[mi][nj][2 * half], acc[mi][nj][2 * half + 1]);
