@@ -1,5 +1,8 @@
 #include "api/step_runner_factory.h"
 
+#include <optional>
+#include <string>
+
 #include "core/error.h"
 #include "core/format_bytes.h"
 #include "core/log.h"
@@ -13,34 +16,46 @@
 
 namespace mosaic {
 
+#ifdef MOSAIC_HAVE_CUDA
+namespace {
+
+// Why the CUDA backend cannot run a model, as the refusal (--device cuda) and the warning
+// (--device auto) say it; nothing when it can.
+struct CudaShapeLimit {
+  std::string refusal, warning;
+};
+
+std::optional<CudaShapeLimit> cuda_shape_limit(const ModelConfig& config) {
+  // The expert kernels' limits (backend/cuda/moe.h); LLaDA-MoE has 64 experts, 8 per token.
+  if (config.experts > cuda::kMoeMaxExperts || config.experts_per_token > cuda::kMoeMaxExpertsPerToken)
+    return CudaShapeLimit{
+        fmt::format("{} experts ({} per token) cannot run on CUDA (its expert kernels take up to {}, {} per token)",
+                    config.experts, config.experts_per_token, cuda::kMoeMaxExperts, cuda::kMoeMaxExpertsPerToken),
+        fmt::format("{} experts have no CUDA kernels (up to {})", config.experts, cuda::kMoeMaxExperts)};
+  if (!cuda::attention_supports_head_dim(config.head_dim))
+    return CudaShapeLimit{
+        fmt::format("head_dim {} cannot run on CUDA (its attention kernels take head_dim up to {})", config.head_dim,
+                    cuda::kAttentionMaxHeadDim),
+        fmt::format("head_dim {} has no CUDA attention kernel (up to {})", config.head_dim,
+                    cuda::kAttentionMaxHeadDim)};
+  return std::nullopt;
+}
+
+}  // namespace
+#endif
+
 BackendChoice make_step_runner(const Model& model, const EngineOptions& options) {
   if (options.device != "auto" && options.device != "cpu" && options.device != "cuda")
     fail("device '{}' is not supported (expected auto, cpu or cuda)", options.device);
 #ifdef MOSAIC_HAVE_CUDA
   const bool gpu_visible = cuda_devices_visible();
-  // A head dimension the CUDA attention kernels do not take: refused on "cuda", the CPU on "auto".
-  const int64_t head_dim = model.config().head_dim;
-  // The CUDA expert kernels' limits (backend/cuda/moe.h); LLaDA-MoE has 64 experts, 8 per token.
-  const ModelConfig& config = model.config();
-  const bool cuda_runs_family = config.experts <= cuda::kMoeMaxExperts && config.experts_per_token <= cuda::kMoeMaxExpertsPerToken;
-  if (gpu_visible && !cuda_runs_family) {
-    if (options.device == "cuda")
-      fail("{}: {} experts ({} per token) cannot run on CUDA (its expert kernels take up to {}, {} per token); use "
-           "--device cpu",
-           printable_path(model.checkpoint().dir()), config.experts, config.experts_per_token, cuda::kMoeMaxExperts,
-           cuda::kMoeMaxExpertsPerToken);
-    if (options.device == "auto")
-      log(LogLevel::warn, "{}: {} experts have no CUDA kernels (up to {}): running on the CPU",
-          printable_path(model.checkpoint().dir()), config.experts, cuda::kMoeMaxExperts);
-  }
-  const bool cuda_runs_it = cuda_runs_family && cuda::attention_supports_head_dim(head_dim);
-  if (gpu_visible && cuda_runs_family && !cuda_runs_it) {
-    if (options.device == "cuda")
-      fail("{}: head_dim {} cannot run on CUDA (its attention kernels take head_dim up to {}); use --device cpu",
-           printable_path(model.checkpoint().dir()), head_dim, cuda::kAttentionMaxHeadDim);
-    if (options.device == "auto")
-      log(LogLevel::warn, "{}: head_dim {} has no CUDA attention kernel (up to {}): running on the CPU",
-          printable_path(model.checkpoint().dir()), head_dim, cuda::kAttentionMaxHeadDim);
+  // A shape the CUDA kernels do not take: refused on "cuda", the CPU on "auto".
+  const std::optional<CudaShapeLimit> limit = cuda_shape_limit(model.config());
+  const bool cuda_runs_it = !limit.has_value();
+  if (gpu_visible && limit) {
+    const std::string model_dir = printable_path(model.checkpoint().dir());
+    if (options.device == "cuda") fail("{}: {}; use --device cpu", model_dir, limit->refusal);
+    if (options.device == "auto") log(LogLevel::warn, "{}: {}: running on the CPU", model_dir, limit->warning);
   }
 #else
   const bool gpu_visible = false, cuda_runs_it = false;

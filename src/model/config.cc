@@ -124,8 +124,9 @@ void check_shape(const ModelConfig& config, std::string_view source, const char*
 
 // Special token ids index the embedding and the logits: one outside the vocabulary would be
 // looked up out of bounds or never be produced (generation would not stop at an eos it cannot
-// sample). A family default the config did not override is named as such.
-void check_token_ids(const ModelConfig& config, const ConfigFields& fields) {
+// sample). A family default the config did not override is named as such, in the error and in
+// config.token_ids_from_family.
+void check_token_ids(ModelConfig& config, const ConfigFields& fields) {
   const std::pair<const char*, int64_t> ids[] = {{"mask_token_id", config.mask_token_id},
                                                  {"eos_token_id", config.eos_token_id},
                                                  {"pad_token_id", config.pad_token_id}};
@@ -133,6 +134,7 @@ void check_token_ids(const ModelConfig& config, const ConfigFields& fields) {
     if (id >= config.vocab)
       fail("{}: {} {} is outside the vocabulary of {} tokens{}", fields.source(), name, id, config.vocab,
            fields.has(name) ? "" : fmt::format(" (the family's default: config.json has no '{}')", name));
+  config.token_ids_from_family = {!fields.has("mask_token_id"), !fields.has("eos_token_id")};
 }
 
 // "block_attention": Mosaic's field for models that attend block-causally (until a family's own
@@ -206,7 +208,6 @@ ModelConfig parse_llada(const json& root, std::string_view source, std::string a
   config.block_attention = block_attention_of(fields);
   check_shape(config, source, "d_model", "n_heads", "n_kv_heads");
   check_token_ids(config, fields);
-  config.token_ids_from_family = {!fields.has("mask_token_id"), !fields.has("eos_token_id")};
   return config;
 }
 
@@ -234,7 +235,6 @@ ModelConfig parse_dream(const json& root, std::string_view source, std::string a
   config.block_attention = block_attention_of(fields);
   check_shape(config, source, "hidden_size", "num_attention_heads", "num_key_value_heads");
   check_token_ids(config, fields);
-  config.token_ids_from_family = {!fields.has("mask_token_id"), !fields.has("eos_token_id")};
   return config;
 }
 
@@ -285,7 +285,6 @@ ModelConfig parse_llada_moe(const json& root, std::string_view source, std::stri
   config.block_attention = block_attention_of(fields);
   check_shape(config, source, "hidden_size", "num_attention_heads", "num_key_value_heads");
   check_token_ids(config, fields);
-  config.token_ids_from_family = {!fields.has("mask_token_id"), !fields.has("eos_token_id")};
   return config;
 }
 

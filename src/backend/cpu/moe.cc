@@ -9,28 +9,31 @@ namespace mosaic::cpu {
 
 void moe_route(int64_t rows, int64_t experts, int64_t k, const float* logits, int64_t logits_stride,
                int32_t* route_experts, float* route_weights) {
-#pragma omp parallel for schedule(static)
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* row = logits + r * logits_stride;
-    float max = row[0];
-    for (int64_t e = 1; e < experts; ++e) max = std::max(max, row[e]);
-    std::vector<float> p(static_cast<size_t>(experts));
-    float sum = 0.0f;
-    for (int64_t e = 0; e < experts; ++e) {
-      p[static_cast<size_t>(e)] = std::exp(row[e] - max);
-      sum += p[static_cast<size_t>(e)];
-    }
-    for (float& value : p) value /= sum;
+#pragma omp parallel
+  {
+    std::vector<float> p(static_cast<size_t>(experts));         // this thread's row of probabilities
     std::vector<int32_t> order(static_cast<size_t>(experts));
-    std::iota(order.begin(), order.end(), 0);
-    // The k most probable, the lower expert first among equals; then in expert order.
-    std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int32_t a, int32_t b) {
-      return p[static_cast<size_t>(a)] > p[static_cast<size_t>(b)] || (p[static_cast<size_t>(a)] == p[static_cast<size_t>(b)] && a < b);
-    });
-    std::sort(order.begin(), order.begin() + k);
-    for (int64_t j = 0; j < k; ++j) {
-      route_experts[r * k + j] = order[static_cast<size_t>(j)];
-      route_weights[r * k + j] = p[static_cast<size_t>(order[static_cast<size_t>(j)])];
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* row = logits + r * logits_stride;
+      float max = row[0];
+      for (int64_t e = 1; e < experts; ++e) max = std::max(max, row[e]);
+      float sum = 0.0f;
+      for (int64_t e = 0; e < experts; ++e) {
+        p[static_cast<size_t>(e)] = std::exp(row[e] - max);
+        sum += p[static_cast<size_t>(e)];
+      }
+      for (float& value : p) value /= sum;
+      std::iota(order.begin(), order.end(), 0);
+      // The k most probable, the lower expert first among equals; then in expert order.
+      std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int32_t a, int32_t b) {
+        return p[static_cast<size_t>(a)] > p[static_cast<size_t>(b)] || (p[static_cast<size_t>(a)] == p[static_cast<size_t>(b)] && a < b);
+      });
+      std::sort(order.begin(), order.begin() + k);
+      for (int64_t j = 0; j < k; ++j) {
+        route_experts[r * k + j] = order[static_cast<size_t>(j)];
+        route_weights[r * k + j] = p[static_cast<size_t>(order[static_cast<size_t>(j)])];
+      }
     }
   }
 }
