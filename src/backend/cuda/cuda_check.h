@@ -20,3 +20,15 @@
 
 // After a kernel launch: launch-configuration errors surface here.
 #define MOSAIC_CUDA_CHECK_LAUNCH() MOSAIC_CUDA_CHECK(cudaGetLastError())
+
+// A launcher's precondition: its failure is an invariant violation of the caller, printed with the
+// function and aborted (this file's tier). core/error.h is not usable in .cu files: nvcc rejects
+// fmt's consteval checks.
+#define MOSAIC_CUDA_REQUIRE(cond)                                                           \
+  do {                                                                                      \
+    if (!(cond)) {                                                                          \
+      std::fprintf(stderr, "mosaic: internal error at %s:%d: %s: %s\n", __FILE__, __LINE__, \
+                   __func__, #cond);                                                        \
+      std::abort();                                                                         \
+    }                                                                                       \
+  } while (0)

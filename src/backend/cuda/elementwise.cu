@@ -30,16 +30,6 @@ constexpr int kThreads = 256;         // threads per block of the flat kernels
 constexpr int64_t kMaxBlocks = 8192;  // grid cap; H200 keeps ~1k blocks of 256 resident
 constexpr int kMaxRopeHalf = 128;     // head_dim <= 256: the frequency table travels as a parameter
 
-// Precondition failures of the launchers are invariant violations of the caller: print and abort
-// (cuda_check.h's tier). core/error.h is not usable here: nvcc rejects fmt's consteval checks.
-#define ELEMENTWISE_REQUIRE(cond)                                                           \
-  do {                                                                                      \
-    if (!(cond)) {                                                                          \
-      std::fprintf(stderr, "mosaic: internal error at %s:%d: %s: %s\n", __FILE__, __LINE__, \
-                   __func__, #cond);                                                        \
-      std::abort();                                                                         \
-    }                                                                                       \
-  } while (0)
 
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
@@ -299,7 +289,7 @@ __global__ void indexed_rows_kernel(int64_t rows, int64_t units_per_row, const T
 template <bool kScatter>
 void launch_indexed_rows(int64_t rows, int64_t row_bytes, const void* in, int64_t in_stride_bytes,
                          const int32_t* index, void* out, int64_t out_stride_bytes, cudaStream_t stream) {
-  ELEMENTWISE_REQUIRE(row_bytes > 0 && in_stride_bytes >= row_bytes && out_stride_bytes >= row_bytes);
+  MOSAIC_CUDA_REQUIRE(row_bytes > 0 && in_stride_bytes >= row_bytes && out_stride_bytes >= row_bytes);
   if (rows <= 0) return;
   const auto divides = [&](uint64_t unit) {
     return row_bytes % unit == 0 && in_stride_bytes % unit == 0 && out_stride_bytes % unit == 0 &&
@@ -322,7 +312,7 @@ void launch_indexed_rows(int64_t rows, int64_t row_bytes, const void* in, int64_
 
 void embedding_gather(int64_t tokens, int64_t dim, const int32_t* ids, const void* table,
                       DType table_dtype, void* out, int64_t out_stride, cudaStream_t stream) {
-  ELEMENTWISE_REQUIRE(dim > 0 && out_stride >= dim);
+  MOSAIC_CUDA_REQUIRE(dim > 0 && out_stride >= dim);
   if (tokens <= 0) return;
   bf16* out_bf16 = static_cast<bf16*>(out);
   switch (table_dtype) {
@@ -336,16 +326,16 @@ void embedding_gather(int64_t tokens, int64_t dim, const int32_t* ids, const voi
       return launch_embedding_gather(tokens, dim, ids, static_cast<const float*>(table), out_bf16,
                                      out_stride, stream);
     default:
-      ELEMENTWISE_REQUIRE(table_dtype == DType::bf16 || table_dtype == DType::f16 ||
+      MOSAIC_CUDA_REQUIRE(table_dtype == DType::bf16 || table_dtype == DType::f16 ||
                           table_dtype == DType::f32);
   }
 }
 
 void rms_norm(int64_t rows, int64_t dim, const void* x, int64_t x_stride, const int32_t* rows_index,
               const void* weight, float eps, void* out, int64_t out_stride, cudaStream_t stream) {
-  ELEMENTWISE_REQUIRE(dim > 0 && x_stride >= dim && out_stride >= dim);
+  MOSAIC_CUDA_REQUIRE(dim > 0 && x_stride >= dim && out_stride >= dim);
   // In place works row by row; a gather in place would let one row overwrite another's input.
-  ELEMENTWISE_REQUIRE(rows_index == nullptr || out != x);
+  MOSAIC_CUDA_REQUIRE(rows_index == nullptr || out != x);
   if (rows <= 0) return;
   const bf16* xb = static_cast<const bf16*>(x);
   const bf16* wb = static_cast<const bf16*>(weight);
@@ -378,8 +368,8 @@ void rms_norm(int64_t rows, int64_t dim, const void* x, int64_t x_stride, const 
 
 void rope(int64_t tokens, int64_t heads, int64_t head_dim, void* x, int64_t x_stride,
           const int32_t* positions, double theta, RopePrecision precision, cudaStream_t stream) {
-  ELEMENTWISE_REQUIRE(head_dim > 0 && head_dim % 2 == 0 && head_dim <= 2 * kMaxRopeHalf);
-  ELEMENTWISE_REQUIRE(heads > 0 && x_stride >= heads * head_dim && theta > 0);
+  MOSAIC_CUDA_REQUIRE(head_dim > 0 && head_dim % 2 == 0 && head_dim <= 2 * kMaxRopeHalf);
+  MOSAIC_CUDA_REQUIRE(heads > 0 && x_stride >= heads * head_dim && theta > 0);
   if (tokens <= 0) return;
   const int half = static_cast<int>(head_dim / 2);
   // Exactly backend/cpu/rope.cc's rope_inv_freq (PyTorch: 1 / theta ** (arange(0, d, 2) / d), all
@@ -417,7 +407,7 @@ void rope(int64_t tokens, int64_t heads, int64_t head_dim, void* x, int64_t x_st
 
 void swiglu(int64_t rows, int64_t dim, void* gate, int64_t gate_stride, const void* up,
             int64_t up_stride, cudaStream_t stream) {
-  ELEMENTWISE_REQUIRE(dim > 0 && gate_stride >= dim && up_stride >= dim);
+  MOSAIC_CUDA_REQUIRE(dim > 0 && gate_stride >= dim && up_stride >= dim);
   if (rows <= 0) return;
   const ChunkGrid grid = chunk_grid(rows, dim);
   const bool aligned = dim % kChunk == 0 && gate_stride % kChunk == 0 && up_stride % kChunk == 0 &&

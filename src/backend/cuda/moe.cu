@@ -18,8 +18,6 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/ptx.cuh"
@@ -29,15 +27,6 @@ namespace {
 
 using namespace ptx;
 using bf16 = __nv_bfloat16;
-
-#define MOE_REQUIRE(cond)                                                                    \
-  do {                                                                                       \
-    if (!(cond)) {                                                                           \
-      std::fprintf(stderr, "mosaic: internal error at %s:%d: %s: %s\n", __FILE__, __LINE__, \
-                   __func__, #cond);                                                         \
-      std::abort();                                                                          \
-    }                                                                                        \
-  } while (0)
 
 constexpr int kMaxPerLane = static_cast<int>(kMoeMaxExperts / 32);
 
@@ -274,8 +263,8 @@ bool aligned_16(const void* pointer) { return reinterpret_cast<uintptr_t>(pointe
 void moe_route(int64_t rows, int64_t experts, int64_t k, const void* logits, int64_t logits_stride,
                int32_t* route_experts, float* route_weights, cudaStream_t stream) {
   if (rows <= 0) return;
-  MOE_REQUIRE(experts >= 1 && experts <= kMoeMaxExperts && k >= 1 && k <= std::min(experts, kMoeMaxExpertsPerToken));
-  MOE_REQUIRE(logits_stride >= experts);
+  MOSAIC_CUDA_REQUIRE(experts >= 1 && experts <= kMoeMaxExperts && k >= 1 && k <= std::min(experts, kMoeMaxExpertsPerToken));
+  MOSAIC_CUDA_REQUIRE(logits_stride >= experts);
   const int64_t blocks = std::min<int64_t>((rows + 7) / 8, 4096);
   moe_route_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(
       rows, static_cast<int>(experts), static_cast<int>(k), static_cast<const bf16*>(logits), logits_stride,
@@ -285,7 +274,7 @@ void moe_route(int64_t rows, int64_t experts, int64_t k, const void* logits, int
 
 void moe_permute(int64_t rows, int64_t experts, int64_t k, const int32_t* route_experts, int32_t* expert_rows,
                  int32_t* route_slots, cudaStream_t stream) {
-  MOE_REQUIRE(experts >= 1 && experts <= kMoeMaxExperts && k >= 1 && rows >= 0 && rows * k < (int64_t{1} << 31));
+  MOSAIC_CUDA_REQUIRE(experts >= 1 && experts <= kMoeMaxExperts && k >= 1 && rows >= 0 && rows * k < (int64_t{1} << 31));
   moe_permute_kernel<<<1, kPermuteThreads, 0, stream>>>(rows * k, static_cast<int>(experts), static_cast<int>(k),
                                                         route_experts, expert_rows, route_slots);
   MOSAIC_CUDA_CHECK_LAUNCH();
@@ -293,10 +282,10 @@ void moe_permute(int64_t rows, int64_t experts, int64_t k, const int32_t* route_
 
 void expert_gemm(const ExpertGemmArgs& args, cudaStream_t stream) {
   if (args.max_rows <= 0) return;
-  MOE_REQUIRE(args.k > 0 && args.k % 8 == 0 && args.n > 0 && args.n % 2 == 0 && args.experts >= 1);
-  MOE_REQUIRE(args.lda >= args.k && args.lda % 8 == 0 && args.ldc >= args.n && args.ldc % 2 == 0);
-  MOE_REQUIRE(aligned_16(args.a) && aligned_16(args.out) && args.weights != nullptr && args.offsets != nullptr);
-  MOE_REQUIRE((args.n + kBN - 1) / kBN <= 65535);
+  MOSAIC_CUDA_REQUIRE(args.k > 0 && args.k % 8 == 0 && args.n > 0 && args.n % 2 == 0 && args.experts >= 1);
+  MOSAIC_CUDA_REQUIRE(args.lda >= args.k && args.lda % 8 == 0 && args.ldc >= args.n && args.ldc % 2 == 0);
+  MOSAIC_CUDA_REQUIRE(aligned_16(args.a) && aligned_16(args.out) && args.weights != nullptr && args.offsets != nullptr);
+  MOSAIC_CUDA_REQUIRE((args.n + kBN - 1) / kBN <= 65535);
   const int64_t row_tiles = (args.max_rows + kBM - 1) / kBM + args.experts;
   const dim3 grid(static_cast<unsigned>(row_tiles), static_cast<unsigned>((args.n + kBN - 1) / kBN));
   expert_gemm_kernel<<<grid, kGemmThreads, 0, stream>>>(args);
@@ -306,7 +295,7 @@ void expert_gemm(const ExpertGemmArgs& args, cudaStream_t stream) {
 void moe_combine(int64_t rows, int64_t hidden, int64_t k, void* x, int64_t x_stride, const void* y,
                  int64_t y_stride, const float* route_weights, const int32_t* route_slots, cudaStream_t stream) {
   if (rows <= 0) return;
-  MOE_REQUIRE(hidden > 0 && k >= 1 && x_stride >= hidden && y_stride >= hidden);
+  MOSAIC_CUDA_REQUIRE(hidden > 0 && k >= 1 && x_stride >= hidden && y_stride >= hidden);
   const int64_t blocks = std::min<int64_t>((rows * hidden + 255) / 256, 8192);
   moe_combine_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(
       rows, hidden, static_cast<int>(k), static_cast<bf16*>(x), x_stride, static_cast<const bf16*>(y), y_stride,
