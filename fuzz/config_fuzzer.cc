@@ -19,6 +19,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         (config.experts == 0 ? config.ffn <= 0
                              : config.experts_per_token < 1 || config.experts_per_token > config.experts ||
                                    config.expert_ffn <= 0 || config.ffn < 0) ||
+        // LLaDA 2.x: dense layers have a width, the router's groups divide the experts in runs
+        // of at least 2 and keep enough of them, RoPE turns an even part of a head.
+        (config.dense_layers > 0 && config.ffn <= 0) || config.dense_layers > config.layers ||
+        (config.router == mosaic::RouterKind::sigmoid_grouped &&
+         (config.router_groups < 1 || config.experts % config.router_groups != 0 ||
+          config.experts / config.router_groups < 2 || config.router_top_groups < 1 ||
+          config.router_top_groups > config.router_groups ||
+          config.experts_per_token > config.router_top_groups * (config.experts / config.router_groups))) ||
+        config.shared_expert_ffn < 0 || config.rotary() < 2 || config.rotary() % 2 != 0 ||
+        config.rotary() > config.head_dim ||
         config.mask_token_id >= config.vocab || config.eos_token_id >= config.vocab ||
         config.pad_token_id >= config.vocab || config.layers <= 0)
       __builtin_trap();

@@ -25,7 +25,7 @@
 namespace mosaic {
 
 struct ModelInfo {
-  std::string family;         // "llada" | "dream" | "llada-moe"
+  std::string family;         // "llada" | "dream" | "llada-moe" | "llada2"
   std::string architecture;   // config.json architectures[0]
   int64_t hidden = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0, ffn = 0, vocab = 0;
   int64_t mask_token_id = -1, eos_token_id = -1;
@@ -34,6 +34,10 @@ struct ModelInfo {
   // A mixture-of-experts model's experts per layer, experts each token takes, and their width
   // (0 for dense models).
   int64_t experts = 0, experts_per_token = 0, expert_ffn = 0;
+  // LLaDA 2.x: the router ("softmax top-k" or "sigmoid, N groups keep M, scaled S"), the shared
+  // expert's width, the leading dense layers, and the head dims RoPE turns (head_dim unless partial).
+  std::string router;
+  int64_t shared_expert_ffn = 0, dense_layers = 0, rotary_dim = 0;
   double rope_theta = 0;
   int64_t max_position = 0;   // trained context length from config.json (0: unknown)
   // "full", or the block-causal layout ("prompt", "absolute"): block-causal models decode with
@@ -51,6 +55,11 @@ struct ModelInfo {
 struct SequenceInput {
   std::vector<int32_t> ids;   // the whole canvas
   std::vector<int32_t> rows;  // positions whose predicted-token logits are wanted
+  // A block-causal model's blocks (ModelInfo::attention not "full"): the block length, and for a
+  // model whose prompt is one block ("prompt", D2F) the prompt's length. A full-attention model
+  // takes neither.
+  int64_t block_length = 0;
+  int64_t prompt_length = 0;
 };
 
 struct ForwardOutput {

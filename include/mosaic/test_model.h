@@ -10,11 +10,13 @@
 namespace mosaic {
 
 struct TestModelRequest {
-  std::string family = "llada";   // "llada" | "dream" | "llada-moe"
-  std::string preset = "tiny";    // "tiny" | "llada-8b" | "dream-7b" | "llada-moe-7b"
-  // Overrides of the preset's dimensions; the expert ones for llada-moe only.
+  std::string family = "llada";   // "llada" | "dream" | "llada-moe" | "llada2"
+  std::string preset = "tiny";    // "tiny" | "llada-8b" | "dream-7b" | "llada-moe-7b" | "llada2-mini" | "llada2-flash"
+  // Overrides of the preset's dimensions; the expert ones for llada-moe and llada2 only, the
+  // router groups, shared experts and dense layers for llada2 only.
   std::optional<int64_t> layers, hidden, heads, kv_heads, ffn, vocab;
   std::optional<int64_t> experts, experts_per_token, expert_ffn;
+  std::optional<int64_t> groups, top_groups, shared_experts, dense_layers;
   std::optional<double> rope_theta;
   bool tied_embeddings = false;   // LM head = embedding (LLaDA weight_tying, Dream tie_word_embeddings)
   bool qkv_bias = false;          // LLaDA include_qkv_bias (Dream always has q/k/v biases)

@@ -58,6 +58,12 @@ std::unique_ptr<Engine> Engine::open(const std::filesystem::path& model_dir, con
   info.hidden = c.hidden, info.layers = c.layers, info.heads = c.heads;
   info.kv_heads = c.kv_heads, info.head_dim = c.head_dim, info.ffn = c.ffn, info.vocab = c.vocab;
   info.experts = c.experts, info.experts_per_token = c.experts_per_token, info.expert_ffn = c.expert_ffn;
+  if (c.experts > 0)
+    info.router = c.router == RouterKind::softmax_top_k
+                      ? "softmax top-k"
+                      : fmt::format("sigmoid + bias, {} groups keep {}, renormalised x {}", c.router_groups,
+                                    c.router_top_groups, c.routed_scaling);
+  info.shared_expert_ffn = c.shared_expert_ffn, info.dense_layers = c.dense_layers, info.rotary_dim = c.rotary();
   info.mask_token_source = c.token_ids_from_family.mask ? "family default" : "config.json";
   info.eos_token_source = c.token_ids_from_family.eos ? "family default" : "config.json";
   info.mask_token_id = c.mask_token_id, info.eos_token_id = c.eos_token_id;
@@ -82,16 +88,33 @@ std::unique_ptr<Engine> Engine::open(const std::filesystem::path& model_dir, con
 const ModelInfo& Engine::info() const { return impl_->info; }
 
 ForwardOutput Engine::forward(std::span<const SequenceInput> batch) const {
-  // Block-causal attention needs the block layout (prompt length, block length), which only a
-  // generation's options give: a forward over full attention would be silently wrong.
+  // Block-causal attention needs the block layout, which a forward is given per sequence: a
+  // forward over full attention would be silently wrong.
   const ModelConfig& config = impl_->model->config();
-  if (config.block_attention != BlockAttention::none)
-    fail("{} attends block-causally (config.json block_attention \"{}\"): a forward needs its block layout, "
-         "which only generation gives (mosaic generate); forward runs full-attention models only",
-         printable_path(impl_->model->checkpoint().dir()), block_attention_name(config.block_attention));
+  const std::string model = printable_path(impl_->model->checkpoint().dir());
   std::vector<SequenceRows> views;
   views.reserve(batch.size());
-  for (const SequenceInput& sequence : batch) views.push_back({sequence.ids, sequence.rows});
+  for (size_t s = 0; s < batch.size(); ++s) {
+    const SequenceInput& sequence = batch[s];
+    SequenceRows view{sequence.ids, sequence.rows};
+    const int64_t length = static_cast<int64_t>(sequence.ids.size());
+    if (config.block_attention == BlockAttention::none) {
+      if (sequence.block_length != 0 || sequence.prompt_length != 0)
+        fail("sequence {}: a block length or prompt length was given, but {} attends fully (not block-causally)",
+             s, model);
+    } else {
+      if (sequence.block_length <= 0)
+        fail("sequence {}: {} attends block-causally (block_attention \"{}\"): give its block length (mosaic "
+             "forward --block-length N)", s, model, block_attention_name(config.block_attention));
+      if (sequence.prompt_length < 0 || sequence.prompt_length > length)
+        fail("sequence {}: prompt length {} is outside its {} positions", s, sequence.prompt_length, length);
+      if (config.block_attention == BlockAttention::absolute && sequence.prompt_length != 0)
+        fail("sequence {}: {} lays its blocks from position 0 (block_attention \"absolute\"); a prompt length "
+             "does not apply", s, model);
+      view.layout = {config.block_attention, sequence.prompt_length, sequence.block_length, length};
+    }
+    views.push_back(view);
+  }
   StepInput input;
   input.sequences = std::move(views);
   input.keep_logits = true;

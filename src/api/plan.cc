@@ -30,9 +30,12 @@ ModelConfig config_for(const std::string& model) {
   if (model == "llada-8b") return test_model_preset(Family::llada, "llada-8b");
   if (model == "dream-7b") return test_model_preset(Family::dream, "dream-7b");
   if (model == "llada-moe-7b") return test_model_preset(Family::llada_moe, "llada-moe-7b");
-  if (model.empty()) fail("no model given (a preset: llada-8b, dream-7b, llada-moe-7b; or a model folder)");
+  if (model == "llada2-mini" || model == "llada2-flash") return test_model_preset(Family::llada2, model);
+  if (model.empty())
+    fail("no model given (a preset: llada-8b, dream-7b, llada-moe-7b, llada2-mini, llada2-flash; or a model folder)");
   if (!std::filesystem::is_directory(model))
-    fail("'{}' is neither a preset (llada-8b, dream-7b, llada-moe-7b) nor a model folder", model);
+    fail("'{}' is neither a preset (llada-8b, dream-7b, llada-moe-7b, llada2-mini, llada2-flash) nor a model folder",
+         model);
   return load_model_config(model);
 }
 

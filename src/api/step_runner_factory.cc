@@ -11,6 +11,7 @@
 #ifdef MOSAIC_HAVE_CUDA
 #include "backend/cuda/attention.h"
 #include "backend/cuda/moe.h"
+#include "backend/cuda/moe_route_grouped.h"
 #include "mem/cuda_arena.h"
 #endif
 
@@ -32,6 +33,11 @@ std::optional<CudaShapeLimit> cuda_shape_limit(const ModelConfig& config) {
         fmt::format("{} experts ({} per token) cannot run on CUDA (its expert kernels take up to {}, {} per token)",
                     config.experts, config.experts_per_token, cuda::kMoeMaxExperts, cuda::kMoeMaxExpertsPerToken),
         fmt::format("{} experts have no CUDA kernels (up to {})", config.experts, cuda::kMoeMaxExperts)};
+  if (config.router == RouterKind::sigmoid_grouped && config.router_groups > cuda::kMoeMaxRouterGroups)
+    return CudaShapeLimit{
+        fmt::format("a router of {} expert groups cannot run on CUDA (its routing kernel takes up to {})",
+                    config.router_groups, cuda::kMoeMaxRouterGroups),
+        fmt::format("{} router groups have no CUDA kernel (up to {})", config.router_groups, cuda::kMoeMaxRouterGroups)};
   if (!cuda::attention_supports_head_dim(config.head_dim))
     return CudaShapeLimit{
         fmt::format("head_dim {} cannot run on CUDA (its attention kernels take head_dim up to {})", config.head_dim,

@@ -4,6 +4,7 @@
 #include "model/test_model.h"
 #include "tokenizer/tokenizer.h"
 
+#include <algorithm>
 #include <filesystem>
 
 namespace mosaic {
@@ -13,7 +14,8 @@ void make_test_model(const TestModelRequest& request) {
   if (request.family == "llada") family = Family::llada;
   else if (request.family == "dream") family = Family::dream;
   else if (request.family == "llada-moe") family = Family::llada_moe;
-  else fail("unknown family '{}' (expected llada, dream or llada-moe)", request.family);
+  else if (request.family == "llada2") family = Family::llada2;
+  else fail("unknown family '{}' (expected llada, dream, llada-moe or llada2)", request.family);
 
   ModelConfig config = test_model_preset(family, request.preset);
   if (request.layers) config.layers = *request.layers;
@@ -22,11 +24,21 @@ void make_test_model(const TestModelRequest& request) {
   if (request.kv_heads) config.kv_heads = *request.kv_heads;
   else if (request.heads && family != Family::dream) config.kv_heads = *request.heads;
   if (request.ffn) config.ffn = *request.ffn;
-  if (family != Family::llada_moe && (request.experts || request.experts_per_token || request.expert_ffn))
-    fail("--experts, --experts-per-token and --expert-ffn apply to the llada-moe family");
+  const bool moe = family == Family::llada_moe || family == Family::llada2;
+  if (!moe && (request.experts || request.experts_per_token || request.expert_ffn))
+    fail("--experts, --experts-per-token and --expert-ffn apply to the llada-moe and llada2 families");
+  if (family != Family::llada2 && (request.groups || request.top_groups || request.shared_experts || request.dense_layers))
+    fail("--groups, --topk-groups, --shared-experts and --dense-layers apply to the llada2 family");
   if (request.experts) config.experts = *request.experts;
   if (request.experts_per_token) config.experts_per_token = *request.experts_per_token;
   if (request.expert_ffn) config.expert_ffn = *request.expert_ffn;
+  if (family == Family::llada2) {
+    if (request.groups) config.router_groups = *request.groups;
+    config.router_top_groups = request.top_groups.value_or(std::min(config.router_top_groups, config.router_groups));
+    if (request.dense_layers) config.dense_layers = *request.dense_layers;
+    // Width follows the experts' (the released models have one shared expert of their width).
+    config.shared_expert_ffn = request.shared_experts.value_or(config.shared_expert_ffn > 0 ? 1 : 0) * config.expert_ffn;
+  }
   if (request.vocab) {
     config.vocab = *request.vocab;
     // Keep the special ids inside a smaller vocabulary, in the same relative places.
@@ -51,6 +63,8 @@ void make_test_model(const TestModelRequest& request) {
     config.qkv_bias = true;
   }
   if (!request.block_attention.empty()) {
+    if (family == Family::llada2 && request.block_attention != "absolute")
+      fail("--block-attention {}: LLaDA 2.x attends block-causally on the absolute grid", request.block_attention);
     if (request.block_attention == "prompt") config.block_attention = BlockAttention::prompt;
     else if (request.block_attention == "absolute") config.block_attention = BlockAttention::absolute;
     else fail("--block-attention '{}' is not a block layout (expected prompt or absolute)", request.block_attention);
@@ -58,6 +72,7 @@ void make_test_model(const TestModelRequest& request) {
   if (config.heads <= 0 || config.hidden <= 0 || config.hidden % config.heads != 0)
     fail("--hidden {} must be a positive multiple of --heads {}", config.hidden, config.heads);
   config.head_dim = config.hidden / config.heads;
+  if (family == Family::llada2) config.rotary_dim = config.head_dim / 2;  // partial_rotary_factor 0.5
 
   const auto dtype = dtype_from_user(request.dtype);
   if (!dtype || !dtype_is_weight_float(*dtype))

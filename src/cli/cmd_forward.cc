@@ -26,6 +26,8 @@ struct ForwardOptions {
   std::string logits_out;
   std::string device = "auto";
   std::string adapter;
+  int64_t block_length = 0;
+  std::vector<int64_t> prompt_lengths;
 };
 
 std::vector<SequenceInput> build_batch(const ForwardOptions& options, const ModelInfo& info) {
@@ -33,10 +35,15 @@ std::vector<SequenceInput> build_batch(const ForwardOptions& options, const Mode
     fail("--rows was given {} times but --ids {} times: give one --rows per --ids (or none to "
          "request every masked position)",
          options.rows.size(), options.ids.size());
+  if (!options.prompt_lengths.empty() && options.prompt_lengths.size() != options.ids.size())
+    fail("--prompt-length was given {} times but --ids {} times: give one per --ids", options.prompt_lengths.size(),
+         options.ids.size());
   std::vector<SequenceInput> batch;
   for (size_t s = 0; s < options.ids.size(); ++s) {
     SequenceInput sequence;
     sequence.ids = parse_int_list(options.ids[s], "--ids");
+    sequence.block_length = options.block_length;
+    if (!options.prompt_lengths.empty()) sequence.prompt_length = options.prompt_lengths[s];
     if (!options.rows.empty()) {
       sequence.rows = parse_int_list(options.rows[s], "--rows");
     } else {
@@ -134,6 +141,11 @@ Action register_forward(CLI::App& app) {
   command->add_option("--top", options->top, "Top tokens to show per row")
       ->default_val(5)
       ->check(CLI::Range(0, 1000));
+  command->add_option("--block-length", options->block_length,
+                      "Block-causal models: the attention block length (a query sees its block and the earlier ones)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  command->add_option("--prompt-length", options->prompt_lengths,
+                      "Block-causal models whose prompt is one block (D2F): the prompt length, one per --ids");
   command->add_flag("--json", options->json, "Print a JSON report");
   command->add_option("--device", options->device, "auto | cpu | cuda")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));

@@ -33,7 +33,11 @@ int run_info(const InfoOptions& options) {
     report["experts"] = info.experts;
     report["experts_per_token"] = info.experts_per_token;
     report["expert_ffn"] = info.expert_ffn;
+    report["router"] = info.router;
+    if (info.shared_expert_ffn > 0) report["shared_expert_ffn"] = info.shared_expert_ffn;
+    if (info.dense_layers > 0) report["dense_layers"] = info.dense_layers;
   }
+  if (info.rotary_dim != info.head_dim) report["rotary_dim"] = info.rotary_dim;
   if (options.json) {
     std::puts(dump_json(report, 2).c_str());
     return 0;

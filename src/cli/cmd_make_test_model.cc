@@ -14,6 +14,7 @@ struct MakeTestModelOptions {
   TestModelRequest request;
   int64_t layers = 0, hidden = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0;
   int64_t experts = 0, experts_per_token = 0, expert_ffn = 0;
+  int64_t groups = 0, top_groups = 0, shared_experts = -1, dense_layers = -1;
   bool quiet = false;
 };
 
@@ -31,6 +32,10 @@ int run_make_test_model(MakeTestModelOptions& options) {
   set(request.experts, options.experts);
   set(request.experts_per_token, options.experts_per_token);
   set(request.expert_ffn, options.expert_ffn);
+  set(request.groups, options.groups);
+  set(request.top_groups, options.top_groups);
+  if (options.shared_experts >= 0) request.shared_experts = options.shared_experts;
+  if (options.dense_layers >= 0) request.dense_layers = options.dense_layers;
   const bool terminal = isatty(fileno(stderr));
   int last_percent = -1;
   if (!options.quiet)
@@ -55,19 +60,27 @@ Action register_make_test_model(CLI::App& app) {
   TestModelRequest& request = options->request;
   CLI::App* command = app.add_subcommand(
       "make-test-model", "Write a random checkpoint with the real naming scheme and config.json");
-  command->add_option("--family", request.family, "llada | dream | llada-moe")
+  command->add_option("--family", request.family, "llada | dream | llada-moe | llada2")
       ->required()
-      ->check(CLI::IsMember({"llada", "dream", "llada-moe"}));
-  command->add_option("--preset", request.preset, "tiny | llada-8b | dream-7b | llada-moe-7b")->default_val("tiny");
+      ->check(CLI::IsMember({"llada", "dream", "llada-moe", "llada2"}));
+  command->add_option("--preset", request.preset, "tiny | llada-8b | dream-7b | llada-moe-7b | llada2-mini | llada2-flash")
+      ->default_val("tiny");
   command->add_option("--layers", options->layers, "Override: decoder layers");
   command->add_option("--hidden", options->hidden, "Override: hidden size");
   command->add_option("--heads", options->heads, "Override: query heads");
   command->add_option("--kv-heads", options->kv_heads, "Override: key/value heads");
   command->add_option("--ffn", options->ffn, "Override: MLP width");
   command->add_option("--vocab", options->vocab, "Override: vocabulary size");
-  command->add_option("--experts", options->experts, "Override (llada-moe): experts per layer");
-  command->add_option("--experts-per-token", options->experts_per_token, "Override (llada-moe): experts each token takes");
-  command->add_option("--expert-ffn", options->expert_ffn, "Override (llada-moe): an expert's MLP width");
+  command->add_option("--experts", options->experts, "Override (llada-moe, llada2): experts per layer");
+  command->add_option("--experts-per-token", options->experts_per_token,
+                      "Override (llada-moe, llada2): experts each token takes");
+  command->add_option("--expert-ffn", options->expert_ffn, "Override (llada-moe, llada2): an expert's MLP width");
+  command->add_option("--groups", options->groups, "Override (llada2): router groups (n_group)");
+  command->add_option("--topk-groups", options->top_groups, "Override (llada2): router groups kept (topk_group)");
+  command->add_option("--shared-experts", options->shared_experts, "Override (llada2): shared experts (0: none)")
+      ->check(CLI::Range(0, 64));
+  command->add_option("--dense-layers", options->dense_layers, "Override (llada2): leading dense layers")
+      ->check(CLI::Range(0, 4096));
   command->add_option("--rope-theta", request.rope_theta, "Override: RoPE base");
   command->add_flag("--tied", request.tied_embeddings, "Tie the LM head to the embedding");
   command->add_flag("--qkv-bias", request.qkv_bias, "LLaDA only: q/k/v projections with biases");

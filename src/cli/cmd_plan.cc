@@ -158,7 +158,7 @@ Action register_plan(CLI::App& app) {
   auto o = std::make_shared<PlanOptions>();
   CLI::App* command = app.add_subcommand(
       "plan", "Plan one denoising step's activation memory from a configuration alone");
-  command->add_option("--model", o->request.model, "Preset (llada-8b, dream-7b, llada-moe-7b) or model folder")->required();
+  command->add_option("--model", o->request.model, "Preset (llada-8b, dream-7b, llada-moe-7b, llada2-mini, llada2-flash) or model folder")->required();
   command->add_option("--seq-len", o->seq_len, "Tokens in the sequence (prompt + generation)");
   command->add_option("--prompt-len", o->prompt_len, "Prompt tokens (default: half the sequence)");
   command->add_option("--masked", o->masked, "Candidate rows per sequence (default: the non-prompt positions)");

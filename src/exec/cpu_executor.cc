@@ -11,13 +11,14 @@
 #include "backend/cpu/norm.h"
 #include "backend/cpu/rope.h"
 #include "core/error.h"
+#include "exec/moe_routing.h"
 
 namespace mosaic {
 namespace {
 
 static_assert(cpu::kLmHeadStats == kHeadStatsCols, "graph and kernel disagree on head stats");
 
-constexpr size_t kRoleCount = static_cast<size_t>(WeightRole::expert_down) + 1;
+constexpr size_t kRoleCount = static_cast<size_t>(WeightRole::router_bias) + 1;
 
 }  // namespace
 
@@ -36,7 +37,8 @@ CpuExecutor::CpuExecutor(const Model& model) : model_(model) {
   };
   for (size_t l = 0; l < layers; ++l)
     for (WeightRole role : {WeightRole::attn_norm, WeightRole::ffn_norm, WeightRole::q_bias,
-                            WeightRole::k_bias, WeightRole::v_bias, WeightRole::q_norm, WeightRole::k_norm})
+                            WeightRole::k_bias, WeightRole::v_bias, WeightRole::q_norm, WeightRole::k_norm,
+                            WeightRole::router_bias})
       small_[l][static_cast<size_t>(role)] = convert(weight_of(w, static_cast<int32_t>(l), role));
   small_[layers][static_cast<size_t>(WeightRole::final_norm)] = convert(w.final_norm);
 }
@@ -96,7 +98,7 @@ std::vector<float> CpuExecutor::run(const Graph& graph, const PlannedStep& plann
   input(graph.logit_rows, batch.logit_rows);
   if (graph.cached()) input(graph.kv_rows, batch.kv_rows);
 
-  const std::vector<float> inv_freq = cpu::rope_inv_freq(c.head_dim, c.rope_theta);
+  const std::vector<float> inv_freq = cpu::rope_inv_freq(c.rotary(), c.rope_theta);
   const float eps = static_cast<float>(c.rms_eps);
   for (const GraphOp& op : graph.ops) {
     if (op.rows == 0) continue;
@@ -130,8 +132,8 @@ std::vector<float> CpuExecutor::run(const Graph& graph, const PlannedStep& plann
         break;
       }
       case OpKind::rope:
-        cpu::rope_apply(op.rows, cols(op.out) / c.head_dim, c.head_dim, f32(op.out), cols(op.out),
-                        i32(op.b), inv_freq.data());
+        cpu::rope_apply(op.rows, cols(op.out) / c.head_dim, c.rotary(), f32(op.out), cols(op.out),
+                        i32(op.b), inv_freq.data(), c.head_dim);
         break;
       case OpKind::attention: {
         cpu::AttentionArgs args;
@@ -176,6 +178,10 @@ std::vector<float> CpuExecutor::run(const Graph& graph, const PlannedStep& plann
       }
       case OpKind::moe_route:
         cpu::moe_route(op.rows, c.experts, c.experts_per_token, f32(op.a), cols(op.a), i32(op.out), f32(op.out2));
+        break;
+      case OpKind::moe_route_grouped:
+        cpu::moe_route_grouped(op.rows, grouped_routing(c), f32(op.a), cols(op.a),
+                               small_weight(op.layer, WeightRole::router_bias).data(), i32(op.out), f32(op.out2));
         break;
       case OpKind::moe_permute:
         cpu::moe_permute(op.rows, c.experts, c.experts_per_token, i32(op.a), i32(op.out), i32(op.out2));

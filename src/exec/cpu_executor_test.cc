@@ -1,6 +1,6 @@
 // The planned executor against the direct forward: bit-identical logits, for both families,
-// unchunked and chunked, single sequences and a packed batch; LLaDA-MoE too (its expert FFN
-// chunked by rows changes no bit).
+// unchunked and chunked, single sequences and a packed batch; LLaDA-MoE and LLaDA 2.x too (the
+// expert FFN, the shared expert and the grouped router chunked by rows change no bit).
 #include "exec/cpu_executor.h"
 
 #include <gtest/gtest.h>
@@ -21,11 +21,12 @@ namespace fs = std::filesystem;
 class PlannedExecution : public ::testing::TestWithParam<Family> {
  protected:
   static void SetUpTestSuite() {
-    for (Family family : {Family::llada, Family::dream, Family::llada_moe}) {
+    for (Family family : {Family::llada, Family::dream, Family::llada_moe, Family::llada2}) {
       ModelConfig config = test_model_preset(family, "tiny");
       config.hidden = 128, config.heads = family == Family::dream ? 4 : 2;
       config.kv_heads = family == Family::dream ? 2 : 2, config.head_dim = config.hidden / config.heads;
       config.ffn = 192, config.vocab = 1024 + 37;
+      if (family == Family::llada2) config.rotary_dim = config.head_dim / 2;
       const fs::path dir = fs::temp_directory_path() /
                            ("mosaic_exec_test_" + std::to_string(::getpid()) + std::string(family_name(family)));
       write_test_model(config, {.dtype = DType::bf16, .seed = 11, .progress = {}}, dir);
@@ -34,8 +35,8 @@ class PlannedExecution : public ::testing::TestWithParam<Family> {
     }
   }
   static void TearDownTestSuite() { for (auto& m : models()) m.reset(); }
-  static std::array<std::unique_ptr<Model>, 3>& models() {
-    static std::array<std::unique_ptr<Model>, 3> storage;
+  static std::array<std::unique_ptr<Model>, 4>& models() {
+    static std::array<std::unique_ptr<Model>, 4> storage;
     return storage;
   }
   const Model& model() const { return *models()[static_cast<int>(GetParam())]; }
@@ -146,7 +147,8 @@ TEST_P(PlannedExecution, RandomChunkingChangesNoBit) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, PlannedExecution, ::testing::Values(Family::llada, Family::dream, Family::llada_moe),
+INSTANTIATE_TEST_SUITE_P(Families, PlannedExecution,
+                         ::testing::Values(Family::llada, Family::dream, Family::llada_moe, Family::llada2),
                          [](const auto& info) {
                            std::string name(family_name(info.param));
                            std::replace(name.begin(), name.end(), '-', '_');  // gtest names: [A-Za-z0-9_]

@@ -17,6 +17,7 @@
 #include "backend/cuda/gemm.h"
 #include "backend/cuda/lm_head.h"
 #include "backend/cuda/moe.h"
+#include "backend/cuda/moe_route_grouped.h"
 #include "core/error.h"
 #include "core/format_bytes.h"
 #include "core/half.h"
@@ -106,6 +107,9 @@ struct CudaExecutor::Impl {
   // Mixture-of-experts layers: per layer and role (expert_gate, expert_up, expert_down) the
   // device addresses of its experts' weights, [layers][3][experts], for the grouped product.
   DeviceBuffer expert_tables;
+  // LLaDA 2.x routers' expert biases, fp32 as stored (they decide choices; bf16 would change
+  // them): [layers][experts], a dense layer's row unused.
+  DeviceBuffer router_biases;
   uint64_t weight_bytes = 0;
   std::map<const void*, const void*> device_of;  // host view data -> device bf16 copy
   cuda::Gemm gemm;
@@ -115,6 +119,10 @@ struct CudaExecutor::Impl {
   CudaStepGraphs graphs;  // MOSAIC_CUDA_GRAPHS=0 turns replays off
 
   Impl(const Model& m, int d) : model(m), device(d) {}
+
+  const float* router_bias(int32_t layer) const {
+    return static_cast<const float*>(router_biases.data) + int64_t{layer} * model.config().experts;
+  }
 
   const void* const* expert_table(int32_t layer, WeightRole role) const {
     const int64_t which = role == WeightRole::expert_gate ? 0 : role == WeightRole::expert_up ? 1 : 2;
@@ -202,6 +210,25 @@ CudaExecutor::CudaExecutor(const Model& model, int device) : impl_(std::make_uni
     MOSAIC_CUDA_CHECK(cudaMemcpy(impl_->expert_tables.data, table.data(), table.size() * sizeof(void*),
                                  cudaMemcpyHostToDevice));
   }
+  if (model.config().router == RouterKind::sigmoid_grouped) {
+    const int64_t experts = model.config().experts;
+    std::vector<float> biases(w.layers.size() * static_cast<size_t>(experts), 0.0f);
+    for (size_t l = 0; l < w.layers.size(); ++l) {
+      const WeightView& bias = w.layers[l].router_bias;
+      if (!bias) continue;
+      for (int64_t e = 0; e < experts; ++e) {
+        float& value = biases[l * static_cast<size_t>(experts) + static_cast<size_t>(e)];
+        switch (bias.dtype) {
+          case DType::f32: value = static_cast<const float*>(bias.data)[e]; break;
+          case DType::f16: value = f16_to_f32(static_cast<const uint16_t*>(bias.data)[e]); break;
+          default: value = bf16_to_f32(static_cast<const uint16_t*>(bias.data)[e]); break;
+        }
+      }
+    }
+    impl_->router_biases.fit(biases.size() * sizeof(float));
+    MOSAIC_CUDA_CHECK(cudaMemcpy(impl_->router_biases.data, biases.data(), biases.size() * sizeof(float),
+                                 cudaMemcpyHostToDevice));
+  }
 }
 
 CudaExecutor::~CudaExecutor() {
@@ -224,7 +251,8 @@ size_t CudaExecutor::graph_replays() const { return impl_->graphs.replays(); }
 
 uint64_t CudaExecutor::workspace_bytes() const {
   return impl_->gemm.workspace_bytes() + impl_->segments.size + impl_->sampling.size +
-         impl_->commit_sequences.size + impl_->committed.size + impl_->kv_pages.size;
+         impl_->commit_sequences.size + impl_->committed.size + impl_->kv_pages.size + impl_->expert_tables.size +
+         impl_->router_biases.size;
 }
 
 CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned, CudaArena& arena,
@@ -343,7 +371,7 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
     args.a = address({op.a.tensor, op.a.row + first}), args.lda = cols(op.a);
     args.b = x.on_device(view), args.ldb = view.shape[1];
     args.c = address({op.out.tensor, op.out.row + first}), args.ldc = cols(op.out);
-    args.c_dtype = DType::bf16;
+    args.c_dtype = graph.tensors[static_cast<size_t>(op.out.tensor)].dtype;  // bf16; fp32 router logits
     if (op.has_bias) args.bias = x.on_device(weight_of(w, op.layer, bias_role_of(op.weight)));
     args.accumulate = op.accumulate;
     x.gemm.run(args, stream);
@@ -434,8 +462,8 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
           run_linear(op, 0, op.rows);
           break;
         case OpKind::rope:
-          cuda::rope(op.rows, cols(op.out) / c.head_dim, c.head_dim, address(op.out), cols(op.out), i32(op.b),
-                     c.rope_theta, rope_precision, stream);
+          cuda::rope(op.rows, cols(op.out) / c.head_dim, c.rotary(), address(op.out), cols(op.out), i32(op.b),
+                     c.rope_theta, rope_precision, stream, c.head_dim);
           break;
         case OpKind::attention: {
           int64_t max_q_rows = 0;
@@ -480,6 +508,17 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
           cuda::moe_route(op.rows, c.experts, c.experts_per_token, address(op.a), cols(op.a), i32(op.out),
                           static_cast<float*>(address(op.out2)), stream);
           break;
+        case OpKind::moe_route_grouped: {
+          cuda::GroupedRouteArgs args;
+          args.rows = op.rows, args.experts = c.experts, args.k = c.experts_per_token;
+          args.groups = c.router_groups, args.top_groups = c.router_top_groups;
+          args.scaling = static_cast<float>(c.routed_scaling);
+          args.logits = static_cast<const float*>(address(op.a)), args.logits_stride = cols(op.a);
+          args.bias = x.router_bias(op.layer);
+          args.route_experts = i32(op.out), args.route_weights = static_cast<float*>(address(op.out2));
+          cuda::moe_route_grouped(args, stream);
+          break;
+        }
         case OpKind::moe_permute:
           cuda::moe_permute(op.rows, c.experts, c.experts_per_token, i32(op.a), i32(op.out), i32(op.out2), stream);
           break;

@@ -1,5 +1,6 @@
 #include "exec/direct_forward.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "backend/cpu/attention.h"
@@ -8,6 +9,7 @@
 #include "backend/cpu/moe.h"
 #include "backend/cpu/norm.h"
 #include "backend/cpu/rope.h"
+#include "exec/moe_routing.h"
 
 namespace mosaic {
 namespace {
@@ -50,14 +52,15 @@ std::vector<float> direct_forward(const Model& model, const PackedBatch& packed)
 
   std::vector<float> x(sz(T, c.hidden)), normed(sz(T, c.hidden)), projected(sz(T, c.hidden));
   std::vector<float> q(sz(T, c.q_dim())), k(sz(T, c.kv_dim())), v(sz(T, c.kv_dim()));
-  std::vector<float> attended(sz(T, c.q_dim())), gate(sz(T, c.ffn)), up(sz(T, c.ffn));
+  const int64_t dense_width = std::max(c.ffn, c.shared_expert_ffn);
+  std::vector<float> attended(sz(T, c.q_dim())), gate(sz(T, dense_width)), up(sz(T, dense_width));
   const int64_t K = c.experts_per_token;
   std::vector<float> router(sz(T, c.experts)), route_weights(sz(T, K));
   std::vector<int32_t> route_experts(sz(T, K)), own_slots(static_cast<size_t>(K));
   std::vector<float> expert_gate(static_cast<size_t>(c.expert_ffn)), expert_up(static_cast<size_t>(c.expert_ffn));
   std::vector<float> expert_out(sz(K, c.hidden));
   for (int64_t j = 0; j < K; ++j) own_slots[static_cast<size_t>(j)] = static_cast<int32_t>(j);
-  const std::vector<float> inv_freq = cpu::rope_inv_freq(c.head_dim, c.rope_theta);
+  const std::vector<float> inv_freq = cpu::rope_inv_freq(c.rotary(), c.rope_theta);
   const float eps = static_cast<float>(c.rms_eps);
 
   std::vector<cpu::AttentionSegment> segments;
@@ -81,10 +84,10 @@ std::vector<float> direct_forward(const Model& model, const PackedBatch& packed)
       cpu::rms_norm(T * c.kv_heads, c.head_dim, k.data(), c.head_dim, to_f32(layer.k_norm).data(), eps, k.data(),
                     c.head_dim);
     }
-    cpu::rope_apply(T, c.heads, c.head_dim, q.data(), c.q_dim(), packed.positions.data(),
-                    inv_freq.data());
-    cpu::rope_apply(T, c.kv_heads, c.head_dim, k.data(), c.kv_dim(), packed.positions.data(),
-                    inv_freq.data());
+    cpu::rope_apply(T, c.heads, c.rotary(), q.data(), c.q_dim(), packed.positions.data(), inv_freq.data(),
+                    c.head_dim);
+    cpu::rope_apply(T, c.kv_heads, c.rotary(), k.data(), c.kv_dim(), packed.positions.data(), inv_freq.data(),
+                    c.head_dim);
     cpu::AttentionArgs attention;
     attention.q = q.data(), attention.q_stride = c.q_dim();
     attention.k = k.data(), attention.k_stride = c.kv_dim();
@@ -99,9 +102,22 @@ std::vector<float> direct_forward(const Model& model, const PackedBatch& packed)
 
     cpu::rms_norm(T, c.hidden, x.data(), c.hidden, to_f32(layer.ffn_norm).data(), eps,
                   normed.data(), c.hidden);
+    // The dense SwiGLU: the FFN of a dense layer, the shared expert of an expert layer.
+    const auto dense_swiglu = [&](int64_t width) {
+      linear(T, normed.data(), c.hidden, layer.gate, {}, gate.data());
+      linear(T, normed.data(), c.hidden, layer.up, {}, up.data());
+      cpu::swiglu(T, width, gate.data(), width, up.data(), width);
+      linear(T, gate.data(), width, layer.down, {}, projected.data());
+      cpu::add_inplace(T, c.hidden, x.data(), c.hidden, projected.data(), c.hidden);
+    };
     if (c.moe_layer(l)) {
+      if (c.shared_expert_ffn > 0) dense_swiglu(c.shared_expert_ffn);
       linear(T, normed.data(), c.hidden, layer.router, {}, router.data());
-      cpu::moe_route(T, c.experts, K, router.data(), c.experts, route_experts.data(), route_weights.data());
+      if (c.router == RouterKind::sigmoid_grouped)
+        cpu::moe_route_grouped(T, grouped_routing(c), router.data(), c.experts, to_f32(layer.router_bias).data(),
+                               route_experts.data(), route_weights.data());
+      else
+        cpu::moe_route(T, c.experts, K, router.data(), c.experts, route_experts.data(), route_weights.data());
       for (int64_t t = 0; t < T; ++t) {
         const float* row = normed.data() + t * c.hidden;
         for (int64_t j = 0; j < K; ++j) {
@@ -116,11 +132,7 @@ std::vector<float> direct_forward(const Model& model, const PackedBatch& packed)
       }
       continue;
     }
-    linear(T, normed.data(), c.hidden, layer.gate, {}, gate.data());
-    linear(T, normed.data(), c.hidden, layer.up, {}, up.data());
-    cpu::swiglu(T, c.ffn, gate.data(), c.ffn, up.data(), c.ffn);
-    linear(T, gate.data(), c.ffn, layer.down, {}, projected.data());
-    cpu::add_inplace(T, c.hidden, x.data(), c.hidden, projected.data(), c.hidden);
+    dense_swiglu(c.ffn);
   }
 
   // Mask-only head: the final norm and the LM head see only the rows whose logits were asked for.

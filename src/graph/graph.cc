@@ -43,6 +43,7 @@ std::string_view op_kind_name(OpKind kind) {
     case OpKind::scatter_rows: return "scatter_rows";
     case OpKind::head_norm: return "head_norm";
     case OpKind::moe_route: return "moe_route";
+    case OpKind::moe_route_grouped: return "moe_route_grouped";
     case OpKind::moe_permute: return "moe_permute";
     case OpKind::expert_linear: return "expert_linear";
     case OpKind::moe_combine: return "moe_combine";

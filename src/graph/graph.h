@@ -84,6 +84,7 @@ enum class OpKind : uint8_t {
   head_norm,      // in place on out [rows, heads * head_dim]: RMSNorm of each head's head_dim values
   // The mixture-of-experts FFN (graph/moe_ffn.h):
   moe_route,      // a router logits [rows, E] -> out route_experts, out2 route_weights (top K of softmax)
+  moe_route_grouped,  // the same from fp32 logits by LLaDA 2.x's rule (sigmoid, bias `weight`, groups)
   moe_permute,    // a route_experts -> out expert_rows (offsets, then source rows), out2 route_slots
   expert_linear,  // out[p] = a[p] W_e^T for the permuted rows p of each expert e (offsets: index)
   moe_combine,    // in place: out[r] += sum over K of b[r, j] * a[index[r, j]], in expert order

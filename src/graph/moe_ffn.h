@@ -2,9 +2,11 @@
 // Per ffn chunk of R rows, with E experts of width F, each row taking K of them:
 //
 //   n       = norm(x[rows])                          ffn_norm       [R, hidden]
-//   logits  = n Wr^T                                 router_logits  [R, E]
+//   x[rows] += shared(n)   (LLaDA 2.x only)          gate, up       [R, shared width]
+//   logits  = n Wr^T                                 router_logits  [R, E] (fp32 for LLaDA 2.x)
 //   routes  = top K of softmax(logits), fp32         route_experts  i32 [R, K] (ascending)
-//                                                    route_weights  f32 [R, K] (not renormalised)
+//             (LLaDA 2.x: moe_route_grouped)         route_weights  f32 [R, K] (not renormalised;
+//                                                                   LLaDA 2.x: renormalised, scaled)
 //   permute: rows grouped by expert                  expert_rows    i32 [E + 1 + R K]: offsets, then
 //                                                                   each permuted row's source row
 //                                                    route_slots    i32 [R, K]

@@ -58,6 +58,7 @@ Graph instantiate_step_graph(const ModelConfig& config, const StepShape& shape,
     case Family::llada:
     case Family::dream:
     case Family::llada_moe:
+    case Family::llada2:
       return shape.is_cached() ? build_cached_decoder_graph(config, shape, chunks, options)
                                : build_dense_decoder_graph(config, shape, chunks, options);
   }

@@ -27,6 +27,7 @@ ModelConfig small_config(Family family) {
   ModelConfig c = test_model_preset(family, "tiny");
   c.hidden = 64, c.layers = 2, c.heads = 4, c.kv_heads = 2, c.head_dim = 16, c.ffn = 96;
   c.vocab = 128, c.mask_token_id = 120, c.eos_token_id = 121, c.pad_token_id = 121;
+  if (family == Family::llada2) c.rotary_dim = 8;
   return c;
 }
 
@@ -165,6 +166,54 @@ TEST_F(CheckpointTest, DamagedLladaMoeFolders) {
   write_json("config.json", config);
   EXPECT_THAT(load_error(), HasSubstr("tensor 'model.layers.0.mlp.gate.weight' has shape [8, 64] but config.json "
                                       "implies [16, 64]"));
+}
+
+// LLaDA 2.x (small_config: a dense layer 0, then 16 experts of width 64 and a shared expert): the
+// fused QKV bound as q, k and v views of its rows, the expert bias kept in fp32, damaged folders
+// named by the tensor.
+TEST_F(CheckpointTest, LoadsLlada2FusedQkvAndExperts) {
+  write(Family::llada2, 2);
+  const auto model = Model::load(dir_);
+  const ModelWeights& w = model->weights();
+  const LayerWeights& l1 = w.layers[1];
+  ASSERT_TRUE(l1.qkv);
+  EXPECT_EQ(l1.qkv.shape, (std::vector<int64_t>{64 + 2 * 32, 64}));
+  const auto* fused = static_cast<const std::byte*>(l1.qkv.data);
+  EXPECT_EQ(l1.q.data, fused);
+  EXPECT_EQ(l1.k.data, fused + 64 * 64 * 2);
+  EXPECT_EQ(l1.v.data, fused + (64 + 32) * 64 * 2);
+  EXPECT_EQ(l1.q.shape, (std::vector<int64_t>{64, 64}));
+  EXPECT_EQ(l1.v.shape, (std::vector<int64_t>{32, 64}));
+  EXPECT_TRUE(w.layers[0].experts.empty());
+  EXPECT_EQ(w.layers[0].gate.name, "model.layers.0.mlp.gate_proj.weight");
+  EXPECT_EQ(w.layers[0].gate.shape, (std::vector<int64_t>{96, 64}));
+  ASSERT_EQ(l1.experts.size(), 16u);
+  EXPECT_EQ(l1.gate.name, "model.layers.1.mlp.shared_experts.gate_proj.weight");
+  EXPECT_EQ(l1.gate.shape, (std::vector<int64_t>{64, 64}));
+  EXPECT_EQ(l1.router_bias.dtype, DType::f32);
+  EXPECT_EQ(l1.router_bias.shape, (std::vector<int64_t>{16}));
+  EXPECT_EQ(l1.q_norm.name, "model.layers.1.attention.query_layernorm.weight");
+  EXPECT_EQ(w.embedding.name, "model.word_embeddings.weight");
+}
+
+TEST_F(CheckpointTest, DamagedLlada2Folders) {
+  write(Family::llada2);
+  auto specs = family_specs(Family::llada2);
+  std::erase_if(specs, [](const SafetensorsTensorSpec& t) { return t.name == "model.layers.1.mlp.gate.expert_bias"; });
+  rewrite_single_file(specs);
+  EXPECT_THAT(load_error(), HasSubstr("missing tensor 'model.layers.1.mlp.gate.expert_bias' "
+                                      "(a llada2 checkpoint with this config.json needs shape [16])"));
+  specs = family_specs(Family::llada2);
+  for (SafetensorsTensorSpec& t : specs)
+    if (t.name == "model.layers.0.attention.query_key_value.weight") t.shape = {64 + 2 * 64, 64};  // MHA-sized
+  rewrite_single_file(specs);
+  EXPECT_THAT(load_error(), HasSubstr("tensor 'model.layers.0.attention.query_key_value.weight' has shape [192, 64] "
+                                      "but config.json implies [128, 64]"));
+  // A dense layer 1 the config does not have.
+  specs = family_specs(Family::llada2);
+  specs.push_back({"model.layers.1.mlp.gate_proj.weight", DType::bf16, {96, 64}});
+  rewrite_single_file(specs);
+  EXPECT_THAT(load_error(), HasSubstr("unexpected tensor 'model.layers.1.mlp.gate_proj.weight'"));
 }
 
 TEST_F(CheckpointTest, TruncatedFile) {

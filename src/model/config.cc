@@ -288,6 +288,76 @@ ModelConfig parse_llada_moe(const json& root, std::string_view source, std::stri
   return config;
 }
 
+// LLaDA 2.x (LLaDA2.0-mini / -flash, LLaDA2.1; moe-models.md section 2): Ling-2.0's layout with
+// block-causal attention on the absolute block grid. The released configs omit the mask and eos
+// ids (156895 and 156892, the generate() defaults) and use_qk_norm (the class default, true: the
+// norm tensors exist). The HF forward ignores norm_topk_prob (it always renormalises), router_dtype
+// (it always routes in fp32) and the sliding-window fields (its SDPA path applies none), so they
+// are ignored here too; what would change the forward is refused unless it holds the released
+// value.
+ModelConfig parse_llada2(const json& root, std::string_view source, std::string architecture) {
+  const ConfigFields fields(root, source, "LLaDA 2.x");
+  ModelConfig config;
+  config.family = Family::llada2;
+  config.architecture = std::move(architecture);
+  read_hf_layer_shape(fields, config);
+  config.ffn = fields.integer("intermediate_size", 1, kMaxFfn);
+  config.experts = fields.integer("num_experts", 2, kMaxExperts);
+  config.experts_per_token = fields.integer("num_experts_per_tok", 1, config.experts);
+  config.expert_ffn = fields.integer("moe_intermediate_size", 1, kMaxFfn);
+  config.shared_expert_ffn = fields.integer_or("num_shared_experts", 0, 0, 64) * config.expert_ffn;
+  config.dense_layers = fields.integer_or("first_k_dense_replace", 0, 0, config.layers);
+  config.router = RouterKind::sigmoid_grouped;
+  config.router_groups = fields.integer_or("n_group", 1, 1, config.experts);
+  config.router_top_groups = fields.integer_or("topk_group", config.router_groups, 1, config.router_groups);
+  config.routed_scaling = fields.number_or("routed_scaling_factor", 1.0, 1e-6, 1e6);
+  config.vocab = fields.integer("vocab_size", 1, kMaxVocab);
+  config.rope_theta = fields.number_or("rope_theta", 10000.0, 1.0, 1e12);
+  config.rms_eps = fields.number_or("rms_norm_eps", 1e-6, 0.0, 1.0);
+  config.tied_embeddings = fields.boolean_or("tie_word_embeddings", false);
+  config.qk_norm = fields.boolean_or("use_qk_norm", true);
+  config.mask_token_id = fields.integer_or("mask_token_id", 156895, 0, kMaxTokenId);
+  config.eos_token_id = fields.integer_or("eos_token_id", 156892, 0, kMaxTokenId);
+  config.pad_token_id = fields.integer_or("pad_token_id", config.eos_token_id, 0, kMaxTokenId);
+  config.max_position = fields.integer_or("max_position_embeddings", 0, 0, int64_t{1} << 40);
+  config.torch_dtype = fields.string_or("torch_dtype", fields.string_or("dtype", ""));
+
+  const double factor = fields.number_or("partial_rotary_factor", 1.0, 0.0, 1.0);
+  config.rotary_dim = static_cast<int64_t>(static_cast<double>(config.head_dim) * factor);
+  if (fields.has("rotary_dim") && fields.integer("rotary_dim", 1, config.head_dim) != config.rotary_dim)
+    fail("{}: field 'rotary_dim' disagrees with partial_rotary_factor {} x head_dim {} = {}", source, factor,
+         config.head_dim, config.rotary_dim);
+  if (config.rotary_dim < 2 || config.rotary_dim % 2 != 0)
+    fail("{}: partial_rotary_factor {} x head_dim {} gives {} rotary dimensions; RoPE needs an even number "
+         "of at least 2", source, factor, config.head_dim, config.rotary_dim);
+
+  fields.require("hidden_act", "silu", "the FFNs are SiLU-gated");
+  fields.require("use_qkv_bias", false, "the fused QKV projection carries no bias");
+  fields.require("use_bias", false, "the projections carry no bias");
+  fields.require("score_function", "sigmoid", "the LLaDA 2.x router scores experts with a sigmoid");
+  fields.require("norm_head", false, "an L2-normalised LM head is not implemented");
+  fields.require_null("rope_scaling", "rotary scaling is not implemented");
+  if (!config.qk_norm)
+    fail("{}: field 'use_qk_norm' = false is not supported (LLaDA 2.x normalises q and k per head)", source);
+  if (config.experts % config.router_groups != 0)
+    fail("{}: num_experts {} is not divisible by n_group {}", source, config.experts, config.router_groups);
+  const int64_t group_size = config.experts / config.router_groups;
+  if (group_size < 2)
+    fail("{}: n_group {} leaves {} expert per group; a group scores the sum of its two best experts, so it "
+         "needs at least 2", source, config.router_groups, group_size);
+  if (config.experts_per_token > config.router_top_groups * group_size)
+    fail("{}: num_experts_per_tok {} is more than the {} experts of the topk_group = {} groups kept", source,
+         config.experts_per_token, config.router_top_groups * group_size, config.router_top_groups);
+  // Block-causal on the grid from position 0 is the architecture, not a switch (section 2.3).
+  if (fields.has("block_attention") && block_attention_of(fields) != BlockAttention::absolute)
+    fail("{}: field 'block_attention' must be \"absolute\" or absent: LLaDA 2.x attends block-causally on "
+         "the block grid from position 0", source);
+  config.block_attention = BlockAttention::absolute;
+  check_shape(config, source, "hidden_size", "num_attention_heads", "num_key_value_heads");
+  check_token_ids(config, fields);
+  return config;
+}
+
 std::string architecture_of(const json& root, std::string_view source) {
   if (root.contains("architectures") && !root.at("architectures").is_null()) {
     const json& list = root.at("architectures");
@@ -301,8 +371,9 @@ std::string architecture_of(const json& root, std::string_view source) {
   const std::string model_type = fields.string_or("model_type", "");
   if (model_type == "llada") return root.contains("num_experts") ? "LLaDAMoEModelLM" : "LLaDAModelLM";
   if (model_type == "Dream" || model_type == "dream") return "DreamModel";
+  if (model_type == "llada2_moe") return "LLaDA2MoeModelLM";
   if (model_type.empty()) fail("{}: missing fields 'architectures' and 'model_type'", source);
-  fail("{}: model_type '{}' is not a supported model (expected llada or Dream)", source, model_type);
+  fail("{}: model_type '{}' is not a supported model (expected llada, Dream or llada2_moe)", source, model_type);
 }
 
 }  // namespace
@@ -312,6 +383,7 @@ std::string_view family_name(Family family) {
     case Family::llada: return "llada";
     case Family::dream: return "dream";
     case Family::llada_moe: return "llada-moe";
+    case Family::llada2: return "llada2";
   }
   return "unknown";
 }
@@ -324,8 +396,9 @@ ModelConfig parse_model_config(std::string_view json_text, std::string_view sour
   if (architecture == "LLaDAModelLM") return parse_llada(root, source, std::move(architecture));
   if (architecture == "DreamModel") return parse_dream(root, source, std::move(architecture));
   if (architecture == "LLaDAMoEModelLM") return parse_llada_moe(root, source, std::move(architecture));
-  fail("{}: architecture '{}' is not supported (expected LLaDAModelLM, DreamModel or "
-       "LLaDAMoEModelLM)",
+  if (architecture == "LLaDA2MoeModelLM") return parse_llada2(root, source, std::move(architecture));
+  fail("{}: architecture '{}' is not supported (expected LLaDAModelLM, DreamModel, LLaDAMoEModelLM or "
+       "LLaDA2MoeModelLM)",
        source, architecture);
 }
 

@@ -13,7 +13,17 @@
 
 namespace mosaic {
 
-enum class Family { llada, dream, llada_moe };
+enum class Family { llada, dream, llada_moe, llada2 };
+
+// How a mixture-of-experts router picks a row's experts and weighs them.
+enum class RouterKind : uint8_t {
+  // LLaDA-MoE: the top k of softmax(logits), weights not renormalised.
+  softmax_top_k,
+  // LLaDA 2.x: s = sigmoid(logits) in fp32; the experts are chosen by s + expert_bias inside the
+  // router_top_groups best of router_groups equal groups (a group scores the sum of its two best);
+  // weights s / sum(s) * routed_scaling over the chosen ones.
+  sigmoid_grouped,
+};
 
 std::string_view family_name(Family family);
 
@@ -48,11 +58,23 @@ struct ModelConfig {
   // expert_ffn, of which each row takes the experts_per_token most probable (router softmax, no
   // renormalisation). experts == 0: dense FFNs.
   int64_t experts = 0, experts_per_token = 0, expert_ffn = 0;
+  RouterKind router = RouterKind::softmax_top_k;
+  int64_t router_groups = 1, router_top_groups = 1;  // sigmoid_grouped: groups of experts / kept
+  double routed_scaling = 1.0;                        // sigmoid_grouped: multiplies the weights
+  // LLaDA 2.x: the first dense_layers layers have a dense SwiGLU FFN of width ffn, the rest the
+  // experts; every expert layer also runs a shared expert of width shared_expert_ffn (0: none)
+  // on the same normalised input.
+  int64_t dense_layers = 0;
+  int64_t shared_expert_ffn = 0;
+  // Partial rotary embeddings: RoPE turns the first rotary_dim of each head's head_dim values
+  // (half-split inside them), the rest pass through. 0 means head_dim.
+  int64_t rotary_dim = 0;
 
   int64_t q_dim() const { return heads * head_dim; }
   int64_t kv_dim() const { return kv_heads * head_dim; }
   // Whether decoder layer `layer`'s FFN is the mixture of experts (else the dense SwiGLU).
-  bool moe_layer(int64_t /*layer*/) const { return experts > 0; }
+  bool moe_layer(int64_t layer) const { return experts > 0 && layer >= dense_layers; }
+  int64_t rotary() const { return rotary_dim > 0 ? rotary_dim : head_dim; }
   // Dream predicts position p from hidden row p - 1 (it was adapted from an AR model).
   bool shifted_logits() const { return family == Family::dream; }
 };

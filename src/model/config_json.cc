@@ -139,6 +139,62 @@ ordered_json llada_moe_json(const ModelConfig& c) {
   return j;
 }
 
+// Field set of inclusionAI's LLaDA2.0-mini / LLaDA2.1-mini config.json (moe-models.md 2.1), with
+// Mosaic's mask_token_id and eos_token_id, which the released files lack (the family defaults),
+// and without use_qk_norm, as released (its class default, true, is what a loader must assume).
+ordered_json llada2_json(const ModelConfig& c) {
+  ordered_json j;
+  j["architectures"] = {"LLaDA2MoeModelLM"};
+  j["attention_dropout"] = 0.0;
+  j["auto_map"] = {{"AutoConfig", "configuration_llada2_moe.LLaDA2MoeConfig"},
+                   {"AutoModel", "modeling_llada2_moe.LLaDA2MoeModel"},
+                   {"AutoModelForCausalLM", "modeling_llada2_moe.LLaDA2MoeModelLM"}};
+  j["embedding_dropout"] = 0.0;
+  j["eos_token_id"] = c.eos_token_id;
+  j["first_k_dense_replace"] = c.dense_layers;
+  j["head_dim"] = c.head_dim;
+  j["hidden_act"] = "silu";
+  j["hidden_size"] = c.hidden;
+  j["initializer_range"] = 0.02;
+  j["intermediate_size"] = c.ffn;
+  j["mask_token_id"] = c.mask_token_id;
+  j["max_position_embeddings"] = c.max_position;
+  j["max_window_layers"] = c.layers;
+  j["model_type"] = "llada2_moe";
+  j["moe_intermediate_size"] = c.expert_ffn;
+  j["moe_router_enable_expert_bias"] = true;
+  j["n_group"] = c.router_groups;
+  j["norm_head"] = false;
+  j["norm_topk_prob"] = true;
+  j["num_attention_heads"] = c.heads;
+  j["num_experts"] = c.experts;
+  j["num_experts_per_tok"] = c.experts_per_token;
+  j["num_hidden_layers"] = c.layers;
+  j["num_key_value_heads"] = c.kv_heads;
+  j["num_shared_experts"] = c.expert_ffn > 0 ? c.shared_expert_ffn / c.expert_ffn : 0;
+  j["output_router_logits"] = false;
+  j["pad_token_id"] = c.pad_token_id;
+  j["partial_rotary_factor"] = static_cast<double>(c.rotary()) / static_cast<double>(c.head_dim);
+  j["rms_norm_eps"] = c.rms_eps;
+  j["rope_scaling"] = nullptr;
+  j["rope_theta"] = c.rope_theta;
+  j["rotary_dim"] = c.rotary();
+  j["routed_scaling_factor"] = c.routed_scaling;
+  j["router_dtype"] = "fp32";
+  j["score_function"] = "sigmoid";
+  j["sliding_window"] = 4096;
+  j["tie_word_embeddings"] = c.tied_embeddings;
+  j["topk_group"] = c.router_top_groups;
+  j["torch_dtype"] = c.torch_dtype;
+  j["transformers_version"] = "4.52.3";
+  j["use_bias"] = false;
+  j["use_cache"] = false;
+  j["use_qkv_bias"] = false;
+  j["use_sliding_window"] = false;
+  j["vocab_size"] = c.vocab;
+  return j;
+}
+
 }  // namespace
 
 ordered_json model_config_to_json(const ModelConfig& config) {
@@ -147,6 +203,7 @@ ordered_json model_config_to_json(const ModelConfig& config) {
     case Family::llada: j = llada_json(config); break;
     case Family::dream: j = dream_json(config); break;
     case Family::llada_moe: j = llada_moe_json(config); break;
+    case Family::llada2: return llada2_json(config);  // block-causal by architecture
   }
   if (config.block_attention != BlockAttention::none) j["block_attention"] = block_attention_name(config.block_attention);
   return j;

@@ -226,6 +226,70 @@ TEST(Config, LladaMoeFieldsThatChangeTheForwardAreRefused) {
               HasSubstr("mask_token_id 157184 is outside the vocabulary"));
 }
 
+// LLaDA2.0-mini's fields (moe-models.md 2.1, the order of the released file); no mask or eos id
+// and no use_qk_norm, as released.
+constexpr const char* kLlada2Mini = R"({"architectures": ["LLaDA2MoeModelLM"], "attention_dropout": 0.0,
+  "embedding_dropout": 0.0, "first_k_dense_replace": 1, "head_dim": 128, "hidden_act": "silu",
+  "hidden_size": 2048, "intermediate_size": 5120, "max_position_embeddings": 16384, "max_window_layers": 28,
+  "model_type": "llada2_moe", "moe_intermediate_size": 512, "moe_router_enable_expert_bias": true,
+  "n_group": 8, "norm_head": false, "norm_topk_prob": true, "num_attention_heads": 16, "num_experts": 256,
+  "num_experts_per_tok": 8, "num_hidden_layers": 20, "num_key_value_heads": 4, "num_shared_experts": 1,
+  "pad_token_id": 156892, "partial_rotary_factor": 0.5, "rms_norm_eps": 1e-06, "rope_scaling": null,
+  "rope_theta": 600000, "rotary_dim": 64, "routed_scaling_factor": 2.5, "router_dtype": "fp32",
+  "score_function": "sigmoid", "sliding_window": 4096, "tie_word_embeddings": false, "topk_group": 4,
+  "torch_dtype": "bfloat16", "use_bias": false, "use_qkv_bias": false, "use_sliding_window": false,
+  "vocab_size": 157184})";
+
+TEST(Config, Llada2MiniIsParsed) {
+  const ModelConfig c = parse_model_config(kLlada2Mini, "config.json");
+  EXPECT_EQ(c.family, Family::llada2);
+  EXPECT_EQ(c.hidden, 2048);
+  EXPECT_EQ(c.layers, 20);
+  EXPECT_EQ(c.heads, 16);
+  EXPECT_EQ(c.kv_heads, 4);
+  EXPECT_EQ(c.head_dim, 128);
+  EXPECT_EQ(c.rotary(), 64);
+  EXPECT_EQ(c.ffn, 5120);
+  EXPECT_EQ(c.experts, 256);
+  EXPECT_EQ(c.experts_per_token, 8);
+  EXPECT_EQ(c.expert_ffn, 512);
+  EXPECT_EQ(c.shared_expert_ffn, 512);
+  EXPECT_EQ(c.router, RouterKind::sigmoid_grouped);
+  EXPECT_EQ(c.router_groups, 8);
+  EXPECT_EQ(c.router_top_groups, 4);
+  EXPECT_DOUBLE_EQ(c.routed_scaling, 2.5);
+  EXPECT_FALSE(c.moe_layer(0));
+  EXPECT_TRUE(c.moe_layer(1) && c.moe_layer(19));
+  EXPECT_TRUE(c.qk_norm);  // the class default: the released file has no use_qk_norm
+  EXPECT_EQ(c.block_attention, BlockAttention::absolute);
+  EXPECT_EQ(c.mask_token_id, 156895);
+  EXPECT_EQ(c.eos_token_id, 156892);
+  EXPECT_TRUE(c.token_ids_from_family.mask && c.token_ids_from_family.eos);
+  EXPECT_DOUBLE_EQ(c.rms_eps, 1e-6);
+  EXPECT_DOUBLE_EQ(c.rope_theta, 600000.0);
+  EXPECT_FALSE(c.shifted_logits());
+  EXPECT_EQ(parse_model_config(without(kLlada2Mini, "architectures"), "c").family, Family::llada2);
+}
+
+TEST(Config, Llada2FieldsThatChangeTheForwardAreRefused) {
+  EXPECT_THAT(error_of(with(kLlada2Mini, "use_qk_norm", false)), HasSubstr("'use_qk_norm' = false is not supported"));
+  EXPECT_THAT(error_of(with(kLlada2Mini, "score_function", "softmax")), HasSubstr("'score_function'"));
+  EXPECT_THAT(error_of(with(kLlada2Mini, "use_qkv_bias", true)), HasSubstr("'use_qkv_bias' = true is not supported"));
+  EXPECT_THAT(error_of(with(kLlada2Mini, "norm_head", true)), HasSubstr("'norm_head' = true is not supported"));
+  EXPECT_THAT(error_of(with(kLlada2Mini, "rope_scaling", json{{"type", "yarn"}})), HasSubstr("'rope_scaling'"));
+  EXPECT_THAT(error_of(with(kLlada2Mini, "rotary_dim", 32)), HasSubstr("'rotary_dim' disagrees"));
+  EXPECT_THAT(error_of(with(without(kLlada2Mini, "rotary_dim").c_str(), "partial_rotary_factor", 0.001)),
+              HasSubstr("RoPE needs an even number"));
+  EXPECT_THAT(error_of(with(kLlada2Mini, "n_group", 7)), HasSubstr("num_experts 256 is not divisible by n_group 7"));
+  EXPECT_THAT(error_of(with(kLlada2Mini, "n_group", 256)), HasSubstr("needs at least 2"));
+  EXPECT_THAT(error_of(with(kLlada2Mini, "topk_group", 9)), HasSubstr("'topk_group' = 9 is out of range [1, 8]"));
+  EXPECT_THAT(error_of(with(with(kLlada2Mini, "topk_group", 1).c_str(), "num_experts_per_tok", 33)),
+              HasSubstr("more than the 32 experts"));
+  EXPECT_THAT(error_of(with(kLlada2Mini, "block_attention", "prompt")), HasSubstr("must be \"absolute\""));
+  EXPECT_THAT(error_of(with(kLlada2Mini, "head_dim", 64)), HasSubstr("'head_dim' differs"));
+  EXPECT_THAT(error_of(with(kLlada2Mini, "first_k_dense_replace", 21)), HasSubstr("out of range [0, 20]"));
+}
+
 TEST(Config, BlockAttentionIsReadForBothFamilies) {
   EXPECT_EQ(parse_model_config(kLlada8B, "config.json").block_attention, BlockAttention::none);
   EXPECT_EQ(parse_model_config(with(kLlada8B, "block_attention", "prompt"), "c").block_attention,

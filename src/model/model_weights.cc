@@ -42,6 +42,8 @@ auto& role_slot(Weights& weights, int32_t layer_index, WeightRole role) {
       case WeightRole::q_norm: return layer.q_norm;
       case WeightRole::k_norm: return layer.k_norm;
       case WeightRole::router: return layer.router;
+      case WeightRole::router_bias: return layer.router_bias;
+      case WeightRole::qkv: return layer.qkv;
       default: break;
     }
   }
@@ -65,6 +67,25 @@ auto& expert_slot(Weights& weights, int32_t layer_index, WeightRole role, int64_
 WeightView& slot(ModelWeights& weights, const WeightSpec& spec) {
   if (spec.expert >= 0) return expert_slot(weights, static_cast<int32_t>(spec.layer), spec.role, spec.expert);
   return role_slot(weights, static_cast<int32_t>(spec.layer), spec.role);
+}
+
+// Rows [first, first + rows) of a [*, cols] weight as a view of their own.
+WeightView row_range(const WeightView& whole, int64_t first, int64_t rows, std::string_view part) {
+  const int64_t cols = whole.shape.at(1);
+  const auto* bytes = static_cast<const std::byte*>(whole.data);
+  return WeightView{bytes + static_cast<size_t>(first * cols) * dtype_size(whole.dtype), whole.dtype, {rows, cols},
+                    fmt::format("{}[{} rows]", whole.name, part)};
+}
+
+// A fused QKV projection's rows, bound as the q, k and v views the step graph uses: every query
+// head's rows, then the keys', then the values' (moe-models.md 2.2).
+void split_fused_qkv(const ModelConfig& config, ModelWeights& weights) {
+  for (LayerWeights& layer : weights.layers) {
+    if (!layer.qkv) continue;
+    layer.q = row_range(layer.qkv, 0, config.q_dim(), "q");
+    layer.k = row_range(layer.qkv, config.q_dim(), config.kv_dim(), "k");
+    layer.v = row_range(layer.qkv, config.q_dim() + config.kv_dim(), config.kv_dim(), "v");
+  }
 }
 
 }  // namespace
@@ -112,6 +133,7 @@ std::unique_ptr<Model> Model::load(const std::filesystem::path& dir, const std::
            printable_path(checkpoint.file_path(tensor.file)), tensor.name, family);
   if (config.tied_embeddings) weights.lm_head = weights.embedding;
   if (adapter) model->merge_adapter(*adapter, specs);
+  split_fused_qkv(config, weights);
   return model;
 }
 

@@ -37,7 +37,11 @@ struct LayerWeights {
   WeightView q_norm, k_norm;                                 // [head_dim], per-head norms (LLaDA-MoE)
   WeightView ffn_norm, gate, up, down;                       // gate/up: [ffn, hidden]
   WeightView router;                                         // [experts, hidden]
+  WeightView router_bias;                                    // [experts] (LLaDA 2.x)
   std::vector<ExpertWeights> experts;                        // empty for a dense FFN
+  // A fused [q_dim + 2 kv_dim, hidden] projection (LLaDA 2.x); q, k and v are then views of its
+  // row ranges.
+  WeightView qkv;
 };
 
 struct ModelWeights {

@@ -34,6 +34,8 @@ Distribution init_distribution(const WeightSpec& spec) {
     case WeightRole::q_bias:
     case WeightRole::k_bias:
     case WeightRole::v_bias: return {0.0f, 0.5f};
+    // Against sigmoid scores in (0, 1): enough to change some choices, not to decide them all.
+    case WeightRole::router_bias: return {0.0f, 0.1f};
     default: return {0.0f, 1.0f / std::sqrt(static_cast<float>(weight_fan_in(spec)))};
   }
 }
@@ -66,8 +68,14 @@ void fill_random(std::byte* out, int64_t count, DType dtype, Distribution dist, 
   }
 }
 
-uint64_t spec_bytes(const WeightSpec& spec, DType dtype) {
-  uint64_t bytes = dtype_size(dtype);
+// The stored dtype of a tensor: the checkpoint's, except the router's expert bias, which the
+// LLaDA 2.x checkpoints keep in fp32 (a buffer, not a parameter) and a loader must not round.
+DType stored_dtype(const WeightSpec& spec, DType checkpoint) {
+  return spec.role == WeightRole::router_bias ? DType::f32 : checkpoint;
+}
+
+uint64_t spec_bytes(const WeightSpec& spec, DType checkpoint) {
+  uint64_t bytes = dtype_size(stored_dtype(spec, checkpoint));
   for (int64_t extent : spec.shape) bytes *= static_cast<uint64_t>(extent);
   return bytes;
 }
@@ -136,8 +144,36 @@ ModelConfig test_model_preset(Family family, std::string_view preset) {
     } else {
       fail("unknown preset '{}' for family llada-moe (expected tiny or llada-moe-7b)", preset);
     }
+  } else if (family == Family::llada2) {
+    c.architecture = "LLaDA2MoeModelLM";
+    c.rope_theta = 600000.0;
+    c.rms_eps = 1e-6;
+    c.qk_norm = true;
+    c.router = RouterKind::sigmoid_grouped;
+    c.routed_scaling = 2.5;
+    c.dense_layers = 1;
+    c.block_attention = BlockAttention::absolute;
+    if (preset == "tiny") {
+      c.hidden = 128, c.layers = 3, c.heads = 4, c.kv_heads = 2, c.ffn = 256, c.vocab = 1024;
+      c.experts = 16, c.experts_per_token = 4, c.expert_ffn = 64, c.router_groups = 4, c.router_top_groups = 2;
+      c.mask_token_id = 1000, c.eos_token_id = 1001, c.pad_token_id = 1001, c.max_position = 4096;
+    } else if (preset == "llada2-mini") {  // LLaDA2.0-mini (moe-models.md 2.1)
+      c.hidden = 2048, c.layers = 20, c.heads = 16, c.kv_heads = 4, c.ffn = 5120, c.vocab = 157184;
+      c.experts = 256, c.experts_per_token = 8, c.expert_ffn = 512, c.router_groups = 8, c.router_top_groups = 4;
+      c.mask_token_id = 156895, c.eos_token_id = 156892, c.pad_token_id = 156892, c.max_position = 16384;
+    } else if (preset == "llada2-flash") {  // LLaDA2.0-flash
+      c.hidden = 4096, c.layers = 32, c.heads = 32, c.kv_heads = 4, c.ffn = 9216, c.vocab = 157184;
+      c.experts = 256, c.experts_per_token = 8, c.expert_ffn = 1024, c.router_groups = 8, c.router_top_groups = 4;
+      c.mask_token_id = 156895, c.eos_token_id = 156892, c.pad_token_id = 156892, c.max_position = 16384;
+    } else {
+      fail("unknown preset '{}' for family llada2 (expected tiny, llada2-mini or llada2-flash)", preset);
+    }
+    c.shared_expert_ffn = c.expert_ffn;  // one shared expert
+    c.head_dim = c.hidden / c.heads;
+    c.rotary_dim = c.head_dim / 2;       // partial_rotary_factor 0.5
+    return c;
   } else {
-    fail("make-test-model supports the llada, dream and llada-moe families");
+    fail("make-test-model supports the llada, dream, llada-moe and llada2 families");
   }
   c.head_dim = c.hidden / c.heads;
   return c;
@@ -192,7 +228,7 @@ void write_test_model(const ModelConfig& config, const TestModelOptions& options
   for (int shard = 0; shard < options.shards; ++shard) {
     std::vector<SafetensorsTensorSpec> layout_specs;
     for (size_t i = shard_begin[shard]; i < shard_begin[shard + 1]; ++i)
-      layout_specs.push_back({specs[i].name, options.dtype, specs[i].shape});
+      layout_specs.push_back({specs[i].name, stored_dtype(specs[i], options.dtype), specs[i].shape});
     const SafetensorsLayout layout = layout_safetensors(layout_specs, {{"format", "pt"}});
     const fs::path path = out / shard_name(shard, options.shards);
     std::ofstream file(path, std::ios::binary | std::ios::trunc);
@@ -202,9 +238,9 @@ void write_test_model(const ModelConfig& config, const TestModelOptions& options
     for (size_t i = shard_begin[shard]; i < shard_begin[shard + 1]; ++i) {
       const uint64_t bytes = spec_bytes(specs[i], options.dtype);
       buffer.resize(bytes);
-      fill_random(buffer.data(), static_cast<int64_t>(bytes / dtype_size(options.dtype)),
-                  options.dtype, init_distribution(specs[i]), options.seed,
-                  static_cast<uint32_t>(i));
+      const DType dtype = stored_dtype(specs[i], options.dtype);
+      fill_random(buffer.data(), static_cast<int64_t>(bytes / dtype_size(dtype)), dtype,
+                  init_distribution(specs[i]), options.seed, static_cast<uint32_t>(i));
       write_all(file, buffer.data(), bytes, path);
       weight_map[specs[i].name] = path.filename().string();
       written_bytes += bytes;

@@ -14,7 +14,7 @@
 namespace mosaic {
 
 // Preset names: "tiny", "llada-8b" (LLaDA family only), "dream-7b" (Dream family only),
-// "llada-moe-7b" (LLaDA-MoE only).
+// "llada-moe-7b" (LLaDA-MoE only), "llada2-mini" and "llada2-flash" (LLaDA 2.x only).
 // Throws mosaic::Error for an unknown name or a family/preset mismatch.
 ModelConfig test_model_preset(Family family, std::string_view preset);
 

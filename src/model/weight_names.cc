@@ -83,6 +83,44 @@ void llada_moe_specs(const ModelConfig& c, std::vector<WeightSpec>& out) {
     out.push_back({"lm_head.weight", {c.vocab, c.hidden}, WeightRole::lm_head});
 }
 
+// LLaDA 2.x (Ling-2.0 / BailingMoeV2 naming, moe-models.md 2.2): a fused QKV projection, per-head
+// q/k norms named query/key_layernorm, the output projection named dense; the first dense_layers
+// layers a dense SwiGLU, the others a router with an expert bias, the experts and a shared expert.
+void llada2_specs(const ModelConfig& c, std::vector<WeightSpec>& out) {
+  out.push_back({"model.word_embeddings.weight", {c.vocab, c.hidden}, WeightRole::embedding});
+  for (int64_t i = 0; i < c.layers; ++i) {
+    const std::string p = fmt::format("model.layers.{}.", i);
+    out.push_back({p + "input_layernorm.weight", {c.hidden}, WeightRole::attn_norm, i});
+    out.push_back({p + "attention.query_key_value.weight", {c.q_dim() + 2 * c.kv_dim(), c.hidden}, WeightRole::qkv, i});
+    out.push_back({p + "attention.query_layernorm.weight", {c.head_dim}, WeightRole::q_norm, i});
+    out.push_back({p + "attention.key_layernorm.weight", {c.head_dim}, WeightRole::k_norm, i});
+    out.push_back({p + "attention.dense.weight", {c.hidden, c.q_dim()}, WeightRole::o, i});
+    out.push_back({p + "post_attention_layernorm.weight", {c.hidden}, WeightRole::ffn_norm, i});
+    if (!c.moe_layer(i)) {
+      out.push_back({p + "mlp.gate_proj.weight", {c.ffn, c.hidden}, WeightRole::gate, i});
+      out.push_back({p + "mlp.up_proj.weight", {c.ffn, c.hidden}, WeightRole::up, i});
+      out.push_back({p + "mlp.down_proj.weight", {c.hidden, c.ffn}, WeightRole::down, i});
+      continue;
+    }
+    out.push_back({p + "mlp.gate.weight", {c.experts, c.hidden}, WeightRole::router, i});
+    out.push_back({p + "mlp.gate.expert_bias", {c.experts}, WeightRole::router_bias, i});
+    for (int64_t e = 0; e < c.experts; ++e) {
+      const std::string x = fmt::format("{}mlp.experts.{}.", p, e);
+      out.push_back({x + "gate_proj.weight", {c.expert_ffn, c.hidden}, WeightRole::expert_gate, i, e});
+      out.push_back({x + "up_proj.weight", {c.expert_ffn, c.hidden}, WeightRole::expert_up, i, e});
+      out.push_back({x + "down_proj.weight", {c.hidden, c.expert_ffn}, WeightRole::expert_down, i, e});
+    }
+    if (c.shared_expert_ffn > 0) {
+      out.push_back({p + "mlp.shared_experts.gate_proj.weight", {c.shared_expert_ffn, c.hidden}, WeightRole::gate, i});
+      out.push_back({p + "mlp.shared_experts.up_proj.weight", {c.shared_expert_ffn, c.hidden}, WeightRole::up, i});
+      out.push_back({p + "mlp.shared_experts.down_proj.weight", {c.hidden, c.shared_expert_ffn}, WeightRole::down, i});
+    }
+  }
+  out.push_back({"model.norm.weight", {c.hidden}, WeightRole::final_norm});
+  if (!c.tied_embeddings)
+    out.push_back({"lm_head.weight", {c.vocab, c.hidden}, WeightRole::lm_head});
+}
+
 }  // namespace
 
 std::vector<WeightSpec> family_weight_specs(const ModelConfig& config) {
@@ -91,6 +129,7 @@ std::vector<WeightSpec> family_weight_specs(const ModelConfig& config) {
     case Family::llada: llada_specs(config, specs); break;
     case Family::dream: dream_specs(config, specs); break;
     case Family::llada_moe: llada_moe_specs(config, specs); break;
+    case Family::llada2: llada2_specs(config, specs); break;
   }
   return specs;
 }
@@ -118,6 +157,8 @@ std::string_view weight_role_name(WeightRole role) {
     case WeightRole::expert_gate: return "expert_gate";
     case WeightRole::expert_up: return "expert_up";
     case WeightRole::expert_down: return "expert_down";
+    case WeightRole::qkv: return "qkv";
+    case WeightRole::router_bias: return "router_bias";
   }
   return "?";
 }

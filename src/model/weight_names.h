@@ -16,6 +16,11 @@ enum class WeightRole {
   final_norm, lm_head,
   q_norm, k_norm,                         // per-head RMSNorm weights [head_dim] (LLaDA-MoE)
   router, expert_gate, expert_up, expert_down,  // a mixture-of-experts FFN: [experts, hidden], then per expert
+  // LLaDA 2.x: q, k and v as one [q_dim + 2 kv_dim, hidden] tensor (its rows: every query head,
+  // then the keys, then the values), which the loader binds as the q, k and v views; and the
+  // router's expert bias [experts] (used to choose experts, not to weigh them). An expert layer's
+  // shared expert binds to gate, up and down.
+  qkv, router_bias,
 };
 
 struct WeightSpec {

@@ -19,8 +19,10 @@ std::vector<float> rope_inv_freq(int64_t head_dim, double theta) {
 }
 
 void rope_apply(int64_t tokens, int64_t heads, int64_t head_dim, float* x, int64_t x_stride,
-                const int32_t* positions, const float* inv_freq) {
+                const int32_t* positions, const float* inv_freq, int64_t head_stride) {
   MOSAIC_ASSERT(head_dim > 0 && head_dim % 2 == 0, "rope: head_dim={} must be even", head_dim);
+  if (head_stride == 0) head_stride = head_dim;
+  MOSAIC_ASSERT(head_stride >= head_dim, "rope: heads {} apart cannot hold {} rotary values", head_stride, head_dim);
   const int64_t half = head_dim / 2;
 #pragma omp parallel if (tokens * heads * head_dim >= (1 << 15))
   {
@@ -34,7 +36,7 @@ void rope_apply(int64_t tokens, int64_t heads, int64_t head_dim, float* x, int64
         sin_angle[j] = std::sin(angle);
       }
       for (int64_t h = 0; h < heads; ++h) {
-        float* lo = x + t * x_stride + h * head_dim;
+        float* lo = x + t * x_stride + h * head_stride;
         float* hi = lo + half;
         for (int64_t j = 0; j < half; ++j) {
           const float x_lo = lo[j], x_hi = hi[j];

@@ -15,8 +15,10 @@ namespace mosaic::cpu {
 std::vector<float> rope_inv_freq(int64_t head_dim, double theta);
 
 // In place on x: [tokens, heads, head_dim], row stride x_stride (elements between tokens);
-// positions[t] is token t's absolute position within its own sequence.
+// positions[t] is token t's absolute position within its own sequence. With head_stride > 0 the
+// heads lie head_stride apart and only the first head_dim values of each turn (partial rotary:
+// LLaDA 2.x turns 64 of its 128; the rest pass through).
 void rope_apply(int64_t tokens, int64_t heads, int64_t head_dim, float* x, int64_t x_stride,
-                const int32_t* positions, const float* inv_freq);
+                const int32_t* positions, const float* inv_freq, int64_t head_stride = 0);
 
 }  // namespace mosaic::cpu

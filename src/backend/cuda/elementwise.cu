@@ -201,7 +201,7 @@ struct RopeFrequencies {
 // One block per token (grid-stride): the token's cos/sin table is built once in shared memory,
 // then the block rotates all its heads, a chunk of 8 (lo, hi) pairs per thread.
 template <bool kAligned, bool kBf16Tables>
-__global__ void rope_kernel(int64_t tokens, int heads, int half, bf16* x, int64_t x_stride,
+__global__ void rope_kernel(int64_t tokens, int heads, int half, int head_stride, bf16* x, int64_t x_stride,
                             const int32_t* __restrict__ positions, RopeFrequencies frequencies) {
   __shared__ float cos_table[kMaxRopeHalf], sin_table[kMaxRopeHalf];
   const int chunks_per_head = (half + kChunk - 1) / kChunk;
@@ -219,7 +219,7 @@ __global__ void rope_kernel(int64_t tokens, int heads, int half, bf16* x, int64_
       const int h = i / chunks_per_head;
       const int j0 = (i - h * chunks_per_head) * kChunk;
       const int count = min(kChunk, half - j0);
-      bf16* lo = x + t * x_stride + static_cast<int64_t>(h) * 2 * half + j0;
+      bf16* lo = x + t * x_stride + static_cast<int64_t>(h) * head_stride + j0;
       bf16* hi = lo + half;
       float a[kChunk], b[kChunk];
       load_chunk<kAligned>(lo, count, a);
@@ -367,9 +367,11 @@ void rms_norm(int64_t rows, int64_t dim, const void* x, int64_t x_stride, const 
 }
 
 void rope(int64_t tokens, int64_t heads, int64_t head_dim, void* x, int64_t x_stride,
-          const int32_t* positions, double theta, RopePrecision precision, cudaStream_t stream) {
-  MOSAIC_CUDA_REQUIRE(head_dim > 0 && head_dim % 2 == 0 && head_dim <= 2 * kMaxRopeHalf);
-  MOSAIC_CUDA_REQUIRE(heads > 0 && x_stride >= heads * head_dim && theta > 0);
+          const int32_t* positions, double theta, RopePrecision precision, cudaStream_t stream,
+          int64_t head_stride) {
+  if (head_stride == 0) head_stride = head_dim;
+  MOSAIC_CUDA_REQUIRE(head_dim > 0 && head_dim % 2 == 0 && head_dim <= 2 * kMaxRopeHalf && head_stride >= head_dim);
+  MOSAIC_CUDA_REQUIRE(heads > 0 && x_stride >= heads * head_stride && theta > 0);
   if (tokens <= 0) return;
   const int half = static_cast<int>(head_dim / 2);
   // Exactly backend/cpu/rope.cc's rope_inv_freq (PyTorch: 1 / theta ** (arange(0, d, 2) / d), all
@@ -382,24 +384,25 @@ void rope(int64_t tokens, int64_t heads, int64_t head_dim, void* x, int64_t x_st
   const int chunks = static_cast<int>(heads) * ((half + kChunk - 1) / kChunk);
   const int threads = std::clamp((chunks + 31) / 32 * 32, 64, kThreads);
   const int blocks = static_cast<int>(std::min<int64_t>(tokens, kMaxBlocks));
-  const bool aligned = half % kChunk == 0 && x_stride % kChunk == 0 && aligned16(x);
+  const bool aligned = half % kChunk == 0 && head_stride % kChunk == 0 && x_stride % kChunk == 0 && aligned16(x);
+  const int stride = static_cast<int>(head_stride);
   bf16* xb = static_cast<bf16*>(x);
   const int h = static_cast<int>(heads);
   if (precision == RopePrecision::bf16_tables) {
     if (aligned) {
       rope_kernel<true, true>
-          <<<blocks, threads, 0, stream>>>(tokens, h, half, xb, x_stride, positions, frequencies);
+          <<<blocks, threads, 0, stream>>>(tokens, h, half, stride, xb, x_stride, positions, frequencies);
     } else {
       rope_kernel<false, true>
-          <<<blocks, threads, 0, stream>>>(tokens, h, half, xb, x_stride, positions, frequencies);
+          <<<blocks, threads, 0, stream>>>(tokens, h, half, stride, xb, x_stride, positions, frequencies);
     }
   } else {
     if (aligned) {
       rope_kernel<true, false>
-          <<<blocks, threads, 0, stream>>>(tokens, h, half, xb, x_stride, positions, frequencies);
+          <<<blocks, threads, 0, stream>>>(tokens, h, half, stride, xb, x_stride, positions, frequencies);
     } else {
       rope_kernel<false, false>
-          <<<blocks, threads, 0, stream>>>(tokens, h, half, xb, x_stride, positions, frequencies);
+          <<<blocks, threads, 0, stream>>>(tokens, h, half, stride, xb, x_stride, positions, frequencies);
     }
   }
   MOSAIC_CUDA_CHECK_LAUNCH();

@@ -32,8 +32,11 @@ void rms_norm(int64_t rows, int64_t dim, const void* x, int64_t x_stride, const 
 enum class RopePrecision { fp32, bf16_tables };
 
 // In place on x [tokens, heads, head_dim] (bf16); positions device int32 [tokens].
+// head_stride > 0: the heads lie head_stride apart and only their first head_dim values turn
+// (partial rotary, LLaDA 2.x); 0: head_stride = head_dim.
 void rope(int64_t tokens, int64_t heads, int64_t head_dim, void* x, int64_t x_stride,
-          const int32_t* positions, double theta, RopePrecision precision, cudaStream_t stream);
+          const int32_t* positions, double theta, RopePrecision precision, cudaStream_t stream,
+          int64_t head_stride = 0);
 
 // gate = silu(gate) * up, in place on gate (bf16).
 void swiglu(int64_t rows, int64_t dim, void* gate, int64_t gate_stride, const void* up,
