@@ -32,9 +32,15 @@ struct D2fOptions {
   int64_t max_steps = 10000;             // the reference loop's safety cap
 };
 
+// LLaDA 2.x's block diffusion (its generate()'s defaults): blocks of 32 on the grid from position
+// 0, commit threshold 0.95; `steps` counts the steps of each block (capped at gen_length).
+inline constexpr int64_t kBlockDiffusionDefaultBlockLength = 32;
+inline constexpr double kBlockDiffusionDefaultThreshold = 0.95;
+
 struct GenerationOptions {
   int64_t gen_length = 128;        // positions appended to the prompt (Dream: max_new_tokens)
-  int64_t steps = 128;             // denoising steps (an upper bound with threshold / factor)
+  int64_t steps = 128;             // denoising steps (an upper bound with threshold / factor;
+                                   // LLaDA 2.x: per block)
   int64_t block_length = 0;        // semi-autoregressive blocks; 0 = one block (Dream: no blocks)
   double temperature = 0;
   uint64_t seed = 0;

@@ -18,6 +18,9 @@ enum class ConfidenceKind : uint8_t {
 enum class CommitSelection : uint8_t {
   top_k,      // the k most confident rows
   threshold,  // the most confident row always, every other whose confidence >= threshold
+  // LLaDA 2.x: the k most confident rows always, every other whose confidence > threshold
+  // (strictly) — "all above the bar if at least k are, else the top k".
+  top_k_or_above,
 };
 
 // Rows rank by confidence, highest first; equal confidences rank the lower canvas position first
@@ -25,8 +28,8 @@ enum class CommitSelection : uint8_t {
 struct CommitRule {
   ConfidenceKind confidence = ConfidenceKind::chosen_probability;
   CommitSelection selection = CommitSelection::top_k;
-  int64_t k = 0;          // top_k: how many (more than the rows: all of them)
-  double threshold = 0;   // threshold: the bar every row but the best must reach
+  int64_t k = 0;          // top_k, top_k_or_above: how many (more than the rows: all of them)
+  double threshold = 0;   // threshold, top_k_or_above: the bar the other rows must reach
 };
 
 // One candidate row after a commit on the device: what the host needs to mirror the canvas and

@@ -273,9 +273,9 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
     if (tensor.resident) continue;
     MOSAIC_ASSERT(tensor.bytes() <= planned.usages[t].bytes, "{} does not fit its slot", graph.tensor_name(int32_t(t)));
     // fp32 only where the graph asks for it whatever the activations: the head's results, the
-    // router's probabilities.
+    // router's probabilities, LLaDA 2.x's router logits.
     MOSAIC_ASSERT(tensor.dtype != DType::f32 || tensor.category == TensorCategory::head ||
-                      tensor.role == TensorRole::route_weights,
+                      tensor.role == TensorRole::route_weights || tensor.role == TensorRole::router_logits,
                   "the CUDA backend runs bf16 activations ({} is fp32)", graph.tensor_name(int32_t(t)));
   }
   auto* base = static_cast<std::byte*>(arena.base());
@@ -521,11 +521,13 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
         }
         case OpKind::moe_permute:
           cuda::moe_permute(op.rows, c.experts, c.experts_per_token, i32(op.a), i32(op.out), i32(op.out2), stream);
+          x.profile.count_experts(i32(op.out), c.experts, stream);
           break;
         case OpKind::expert_linear: {
           const WeightView& first = expert_weight_of(w, op.layer, op.weight, 0);
           cuda::ExpertGemmArgs args;
           args.max_rows = op.rows, args.n = first.shape[0], args.k = first.shape[1], args.experts = c.experts;
+          args.max_rows_per_expert = op.rows / c.experts_per_token;  // each row takes an expert at most once
           args.a = address(op.a), args.lda = cols(op.a);
           args.weights = x.expert_table(op.layer, op.weight);
           args.offsets = i32(op.index);

@@ -34,7 +34,19 @@ cudaEvent_t CudaOpProfile::event_at(size_t index) {
 void CudaOpProfile::begin(cudaStream_t stream) {
   if (!enabled_) return;
   labels_.clear();
+  experts_used_.clear();
   MOSAIC_CUDA_CHECK(cudaEventRecord(event_at(0), stream));
+}
+
+void CudaOpProfile::count_experts(const int32_t* device_offsets, int64_t experts, cudaStream_t stream) {
+  if (!enabled_) return;
+  std::vector<int32_t> offsets(static_cast<size_t>(experts + 1));
+  MOSAIC_CUDA_CHECK(cudaStreamSynchronize(stream));
+  MOSAIC_CUDA_CHECK(cudaMemcpy(offsets.data(), device_offsets, offsets.size() * sizeof(int32_t), cudaMemcpyDeviceToHost));
+  int64_t used = 0;
+  for (int64_t e = 0; e < experts; ++e) used += offsets[static_cast<size_t>(e + 1)] > offsets[static_cast<size_t>(e)];
+  experts_used_.push_back(used);
+  experts_ = experts;
 }
 
 void CudaOpProfile::mark(const std::string& label, cudaStream_t stream) {
@@ -62,6 +74,12 @@ void CudaOpProfile::report() {
   for (const auto& [label, total] : sorted) {
     line += fmt::format(" | {} {:.2f} ms ({:.1f}%, {} ops)", label, total.first, 100.0 * total.first / step_ms,
                         total.second);
+  }
+  if (!experts_used_.empty()) {
+    int64_t total = 0;
+    for (const int64_t used : experts_used_) total += used;
+    line += fmt::format(" | experts used: {:.1f} of {} per expert layer (mean of {}; {} in all)",
+                        double(total) / double(experts_used_.size()), experts_, experts_used_.size(), total);
   }
   std::fprintf(stderr, "%s\n", line.c_str());
 }

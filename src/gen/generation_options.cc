@@ -109,6 +109,7 @@ BlockLayout block_layout(const ModelConfig& config, int64_t prompt_length, const
 
 void validate_for_prompt(const ModelConfig& config, int64_t prompt_length, const GenerationOptions& o) {
   if (config.block_attention != BlockAttention::absolute || !decodes_in_blocks(config, o)) return;
+  if (config.family == Family::llada2) return;  // steps are per block, any count of blocks
   const int64_t length = prompt_length + o.gen_length, block = o.block_length;
   const int64_t blocks = (length + block - 1) / block - prompt_length / block;
   if (!by_rule(o) && o.steps % blocks != 0)
@@ -188,11 +189,40 @@ void check_d2f(const ModelConfig& config, GenerationOptions& o) {
   }
 }
 
+// LLaDA 2.x's block diffusion (gen/block_diffusion_decoder.h): steps per block, a threshold
+// always (the reference's 0.95 unless given), any block length, the exact block cache or none.
+void check_block_diffusion(GenerationOptions& o) {
+  if (o.block_length == 0) o.block_length = kBlockDiffusionDefaultBlockLength;
+  if (o.block_length < 1) fail_option("block_length", "block_length must be at least 1, got {}", o.block_length);
+  if (o.steps < 1) fail_option("steps", "steps (per block) must be at least 1, got {}", o.steps);
+  if (!o.threshold) o.threshold = kBlockDiffusionDefaultThreshold;
+  if (!(*o.threshold >= 0 && *o.threshold <= 1))
+    fail_option("threshold", "threshold must be in [0, 1], got {}", *o.threshold);
+  if (o.factor) fail_option("factor", "LLaDA 2.x commits by its threshold rule; factor does not apply");
+  if (o.remasking != Remasking::low_confidence)
+    fail_option("remasking", "LLaDA 2.x ranks by confidence; remasking=random does not apply");
+  if (o.cfg_scale != 0)
+    fail_option("cfg_scale", "LLaDA 2.x's decoding has no classifier-free guidance (cfg_scale must be 0, got {})", o.cfg_scale);
+  if (o.logits_eos_inf || o.confidence_eos_eot_inf)
+    fail_option("logits_eos_inf", "logits_eos_inf / confidence_eos_eot_inf are LLaDA-8B's block-loop options; LLaDA 2.x "
+                "does not use them");
+  if (o.alg != DreamAlg::origin || o.alg_temp || o.top_p || o.top_k || o.eps != 1e-3)
+    fail_option("alg", "alg, alg_temp, top_p, top_k and eps are Dream's options; LLaDA 2.x does not use them");
+  switch (o.cache) {
+    case CacheMode::automatic: case CacheMode::block: o.cache = CacheMode::block; break;
+    case CacheMode::none: break;
+    default:
+      fail_option("cache", "cache {}: LLaDA 2.x is block-causal and decodes with its exact block cache (cache auto) or "
+                  "none; prefix and dual are approximations for full-attention models", cache_mode_name(o.cache));
+  }
+}
+
 }  // namespace
 
 void validate_generation_options(const ModelConfig& config, GenerationOptions& o) {
   check_common(config, o);
   if (o.d2f) return check_d2f(config, o);
+  if (config.family == Family::llada2) return check_block_diffusion(o);
   if (o.steps < 1) fail_option("steps", "steps must be at least 1, got {}", o.steps);
   if (o.steps > o.gen_length && !by_rule(o))
     fail_option("steps",

@@ -32,6 +32,14 @@ std::vector<size_t> threshold_positions(const std::vector<RankedPosition>& ranke
   return order;
 }
 
+std::vector<size_t> top_k_or_above_positions(const std::vector<RankedPosition>& ranked, int64_t k, double threshold) {
+  std::vector<size_t> order = rank_order(ranked);
+  size_t keep = static_cast<size_t>(std::clamp<int64_t>(k, 0, static_cast<int64_t>(order.size())));
+  while (keep < order.size() && ranked[order[keep]].score > threshold) ++keep;
+  order.resize(keep);
+  return order;
+}
+
 std::vector<size_t> factor_positions(const std::vector<RankedPosition>& ranked, double factor) {
   std::vector<size_t> order = rank_order(ranked);
   const size_t n = order.size();

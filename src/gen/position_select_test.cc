@@ -28,6 +28,18 @@ TEST(PositionSelect, ThresholdKeepsTheBestAndThoseAtOrAbove) {
   EXPECT_TRUE(threshold_positions({}, 0.5).empty());
 }
 
+TEST(PositionSelect, TopKOrAboveTakesAllAboveWhenEnoughElseTheTopK) {
+  const std::vector<RankedPosition> ranked = {{1, 0.2}, {2, 0.96}, {3, 0.95}, {4, 0.99}, {5, 0.5}};
+  // Two above 0.95 (strictly: 0.95 itself is not), k = 1: both.
+  EXPECT_THAT(positions(ranked, top_k_or_above_positions(ranked, 1, 0.95)), ElementsAre(4, 2));
+  // k = 3 > the two above: the top 3, whatever the bar.
+  EXPECT_THAT(positions(ranked, top_k_or_above_positions(ranked, 3, 0.95)), ElementsAre(4, 2, 3));
+  // k = 0: only those above the bar; none above 1.
+  EXPECT_THAT(positions(ranked, top_k_or_above_positions(ranked, 0, 0.95)), ElementsAre(4, 2));
+  EXPECT_TRUE(top_k_or_above_positions(ranked, 0, 1.0).empty());
+  EXPECT_EQ(top_k_or_above_positions(ranked, 9, 1.0).size(), 5u);
+}
+
 TEST(PositionSelect, FactorRuleAndItsQuirks) {
   // f = 1: tau_2 = 1 - 1/3 = 0.667, tau_3 = 0.75, tau_4 = 0.8.
   const std::vector<RankedPosition> a = {{1, 0.95}, {2, 0.7}, {3, 0.7}, {4, 0.1}};

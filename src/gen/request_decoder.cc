@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include "gen/block_diffusion_decoder.h"
 #include "gen/d2f_decoder.h"
 #include "gen/sequence_decoder.h"
 
@@ -10,6 +11,8 @@ namespace mosaic {
 std::unique_ptr<RequestDecoder> make_request_decoder(const ModelConfig& config, std::vector<int32_t> prompt,
                                                      GenerationOptions options, std::vector<int32_t> suffix) {
   if (options.d2f) return std::make_unique<D2fDecoder>(config, std::move(prompt), std::move(options));
+  if (config.family == Family::llada2)
+    return std::make_unique<BlockDiffusionDecoder>(config, std::move(prompt), std::move(options));
   return std::make_unique<SequenceDecoder>(config, std::move(prompt), std::move(options), std::move(suffix));
 }
 

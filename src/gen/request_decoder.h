@@ -69,7 +69,7 @@ class RequestDecoder {
 };
 
 // The decoder the (validated) options ask for: D2F's when options.d2f is set, else the family's
-// reference loop. `options` must have passed validate_generation_options (and validate_suffix
+// reference loop (LLaDA 2.x: block diffusion). `options` must have passed validate_generation_options (and validate_suffix
 // for a suffix).
 std::unique_ptr<RequestDecoder> make_request_decoder(const ModelConfig& config, std::vector<int32_t> prompt,
                                                      GenerationOptions options, std::vector<int32_t> suffix = {});

@@ -57,7 +57,8 @@ void moe_route_grouped(int64_t rows, const GroupedRouting& routing, const float*
       for (int64_t j = 0; j < K; ++j) {
         const int32_t e = candidates[static_cast<size_t>(j)];
         route_experts[r * K + j] = e;
-        route_weights[r * K + j] = s[static_cast<size_t>(e)] / denominator * routing.scaling;
+        const float weight = K > 1 ? s[static_cast<size_t>(e)] / denominator : s[static_cast<size_t>(e)];
+        route_weights[r * K + j] = weight * routing.scaling;
       }
     }
   }

@@ -18,7 +18,8 @@ struct GroupedRouting {
 //   a group's score is the sum of its two largest c; the top_groups best groups are kept (equal
 //   scores: the lower group first); the k largest c among their experts are chosen (equal: the
 //   lower expert first);
-//   weight[e] = s[e] / (sum of the chosen s + 1e-20) * scaling.
+//   weight[e] = s[e] / (sum of the chosen s + 1e-20) * scaling  (k = 1: s[e] * scaling, as the
+//   HF gate renormalises only when it takes more than one expert).
 // The chosen experts are written in ascending order with their weights: route_experts i32 and
 // route_weights f32 [rows, k], contiguous.
 void moe_route_grouped(int64_t rows, const GroupedRouting& routing, const float* logits, int64_t logits_stride,

@@ -95,6 +95,14 @@ TEST(MoeRouteGrouped, TheBiasChoosesButDoesNotWeigh) {
   EXPECT_NEAR(got.weights[0] + got.weights[1], 2.5, 1e-6);
 }
 
+TEST(MoeRouteGrouped, OneExpertIsNotRenormalised) {
+  const GroupedRouting routing{.experts = 4, .k = 1, .groups = 2, .top_groups = 1, .scaling = 2.5f};
+  const std::vector<float> logits = {-1.0f, 0.5f, -2.0f, 0.25f};  // group 0 sums higher
+  const Routed got = route(routing, logits, std::vector<float>(4, 0.0f), 1);
+  ASSERT_EQ(got.experts, (std::vector<int32_t>{1}));
+  EXPECT_NEAR(got.weights[0], sigmoid(0.5) * 2.5, 1e-6);
+}
+
 TEST(MoeRouteGrouped, EqualScoresChooseTheLowerGroupAndExpert) {
   const GroupedRouting routing{.experts = 8, .k = 2, .groups = 4, .top_groups = 2, .scaling = 1.0f};
   const std::vector<float> logits(8, 0.25f);

@@ -92,9 +92,12 @@ __global__ void __launch_bounds__(kThreads) commit_kernel(const CommitArgs args)
       }
     }
     if (!mine) continue;
-    const bool commit = rule.selection == CommitSelection::top_k
-                            ? ahead < rule.k
-                            : (ahead == 0 || confidence >= rule.threshold);
+    bool commit = false;
+    switch (rule.selection) {
+      case CommitSelection::top_k: commit = ahead < rule.k; break;
+      case CommitSelection::threshold: commit = ahead == 0 || confidence >= rule.threshold; break;
+      case CommitSelection::top_k_or_above: commit = ahead < rule.k || confidence > rule.threshold; break;
+    }
     if (commit) {
       out[i].committed = 1;
       sequence.canvas[position] = out[i].token;

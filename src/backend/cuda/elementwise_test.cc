@@ -388,6 +388,37 @@ TEST_F(CudaElementwise, RopeMatchesReferenceInBothPrecisions) {
   }
 }
 
+// Partial rotary (LLaDA 2.x): heads head_stride apart, only their first rotary values turn, the
+// rest of each head untouched bit for bit; the turned part as a full RoPE of rotary dims would.
+TEST_F(CudaElementwise, PartialRopeTurnsOnlyTheRotaryPart) {
+  constexpr int64_t kTokens = 13, kHeads = 3, kHeadDim = 128, kRotary = 64, kStride = kHeads * kHeadDim + 8;
+  const std::vector<uint16_t> x = random_bf16(kTokens * kStride, 77, 2.0f);
+  std::vector<int32_t> positions(kTokens);
+  for (int64_t t = 0; t < kTokens; ++t) positions[t] = static_cast<int32_t>(t * 997 % 16384);
+  DeviceArray<int32_t> positions_dev(positions);
+  DeviceArray<uint16_t> partial(x);
+  rope(kTokens, kHeads, kRotary, partial.get(), kStride, positions_dev.get(), 600000.0, RopePrecision::bf16_tables,
+       nullptr, kHeadDim);
+  const std::vector<uint16_t> got = partial.download();
+  // The same rows with each head's rotary part packed as heads of kRotary, through the full kernel.
+  std::vector<uint16_t> packed(kTokens * kHeads * kRotary);
+  for (int64_t t = 0; t < kTokens; ++t)
+    for (int64_t h = 0; h < kHeads; ++h)
+      for (int64_t j = 0; j < kRotary; ++j)
+        packed[(t * kHeads + h) * kRotary + j] = x[t * kStride + h * kHeadDim + j];
+  DeviceArray<uint16_t> packed_dev(packed);
+  rope(kTokens, kHeads, kRotary, packed_dev.get(), kHeads * kRotary, positions_dev.get(), 600000.0,
+       RopePrecision::bf16_tables, nullptr);
+  const std::vector<uint16_t> want = packed_dev.download();
+  for (int64_t t = 0; t < kTokens; ++t)
+    for (int64_t h = 0; h < kHeads; ++h)
+      for (int64_t j = 0; j < kHeadDim; ++j) {
+        const uint16_t value = got[t * kStride + h * kHeadDim + j];
+        if (j < kRotary) ASSERT_EQ(value, want[(t * kHeads + h) * kRotary + j]) << t << " " << h << " " << j;
+        else ASSERT_EQ(value, x[t * kStride + h * kHeadDim + j]) << "pass-through " << t << " " << h << " " << j;
+      }
+}
+
 TEST_F(CudaElementwise, EmptyCallsLaunchNothing) {
   rms_norm(0, 64, nullptr, 64, nullptr, nullptr, 1e-5f, nullptr, 64, nullptr);
   swiglu(0, 64, nullptr, 64, nullptr, 64, nullptr);

@@ -20,6 +20,7 @@
 #include <algorithm>
 
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/expert_gemm_few_rows.h"
 #include "backend/cuda/ptx.cuh"
 
 namespace mosaic::cuda {
@@ -286,6 +287,9 @@ void expert_gemm(const ExpertGemmArgs& args, cudaStream_t stream) {
   MOSAIC_CUDA_REQUIRE(args.lda >= args.k && args.lda % 8 == 0 && args.ldc >= args.n && args.ldc % 2 == 0);
   MOSAIC_CUDA_REQUIRE(aligned_16(args.a) && aligned_16(args.out) && args.weights != nullptr && args.offsets != nullptr);
   MOSAIC_CUDA_REQUIRE((args.n + kBN - 1) / kBN <= 65535);
+  const bool few_rows = args.kernel == ExpertGemmKernel::few_rows ||
+                        (args.kernel == ExpertGemmKernel::automatic && args.max_rows <= kFewRowsPerExpert * args.experts);
+  if (few_rows) return expert_gemm_few_rows(args, stream);
   const int64_t row_tiles = (args.max_rows + kBM - 1) / kBM + args.experts;
   const dim3 grid(static_cast<unsigned>(row_tiles), static_cast<unsigned>((args.n + kBN - 1) / kBN));
   expert_gemm_kernel<<<grid, kGemmThreads, 0, stream>>>(args);

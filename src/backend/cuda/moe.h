@@ -32,12 +32,25 @@ void moe_permute(int64_t rows, int64_t experts, int64_t k, const int32_t* route_
 // fixed order per output (a row's values do not depend on which other rows ran), bf16 out.
 // max_rows bounds offsets[experts] (the grid is sized by it). k % 8 == 0, n % 2 == 0, lda and
 // ldc multiples of 8, 16-byte aligned a and weights.
+//
+// Two kernels compute the same bits (each output's fp32 sum runs over K in 16-wide mma steps in
+// ascending order from zero, whatever its tile): 128 x 128 tiles for many rows per expert, and
+// 32 x 64 tiles with a deeper pipeline for few (a decoding step's 32 rows spread over hundreds
+// of experts leave one 128-row tile per expert nearly empty and its K loop waiting on memory:
+// docs/design/moe.md). `kernel` picks one; automatic takes the few-rows kernel when there are at
+// most kFewRowsPerExpert rows per expert on average.
+enum class ExpertGemmKernel : uint8_t { automatic, tiles, few_rows };
+inline constexpr int64_t kFewRowsPerExpert = 32;
 struct ExpertGemmArgs {
   int64_t max_rows = 0, n = 0, k = 0, experts = 0;
   const void* a = nullptr;  int64_t lda = 0;   // bf16
   const void* const* weights = nullptr;        // device [experts] pointers
   const int32_t* offsets = nullptr;            // device [experts + 1]
   void* out = nullptr;      int64_t ldc = 0;   // bf16
+  ExpertGemmKernel kernel = ExpertGemmKernel::automatic;
+  // A bound on any one expert's rows (0: max_rows): the rows routed from R rows that each take k
+  // distinct experts give at most R to an expert. The few-rows kernel's grid is sized by it.
+  int64_t max_rows_per_expert = 0;
 };
 void expert_gemm(const ExpertGemmArgs& args, cudaStream_t stream);
 

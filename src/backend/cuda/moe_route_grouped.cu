@@ -102,7 +102,8 @@ __global__ void __launch_bounds__(kWarps * 32) moe_route_grouped_kernel(GroupedR
       const float denominator = __fadd_rn(sum, 1e-20f);
       for (int t = 0; t < k; ++t) {
         args.route_experts[r * k + t] = picked[t];
-        args.route_weights[r * k + t] = __fmul_rn(__fdiv_rn(own[t], denominator), args.scaling);
+        const float weight = k > 1 ? __fdiv_rn(own[t], denominator) : own[t];
+        args.route_weights[r * k + t] = __fmul_rn(weight, args.scaling);
       }
     }
     __syncwarp();

@@ -15,6 +15,8 @@
 
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/moe.h"
+#include "backend/cpu/moe_route_grouped.h"
+#include "backend/cuda/moe_route_grouped.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/device.h"
 #include "backend/cuda/test_device_buffer.h"
@@ -63,6 +65,43 @@ TEST_F(CudaMoe, RouteChoosesTheCpusExperts) {
   }
 }
 
+// LLaDA 2.x's router: fp32 logits and bias, the CPU's choices and weights (sigmoid via expf on
+// both sides may differ in an ulp; the random logits leave no ties that close).
+TEST_F(CudaMoe, GroupedRouteChoosesTheCpusExperts) {
+  struct Case { int64_t experts, k, groups, top_groups; };
+  for (const Case c : {Case{256, 8, 8, 4}, Case{16, 4, 4, 2}, Case{64, 1, 8, 2}, Case{32, 32, 1, 1}, Case{96, 6, 32, 3}}) {
+    const int64_t rows = 301, stride = c.experts + 5;
+    std::mt19937 rng(static_cast<uint32_t>(c.experts * 7 + c.k));
+    std::normal_distribution<float> dist(0.0f, 2.0f);
+    std::vector<float> logits(rows * stride), bias(c.experts);
+    for (float& v : logits) v = dist(rng);
+    for (float& v : bias) v = 0.1f * dist(rng);
+    DeviceBuffer device_logits(logits.size() * 4), device_bias(bias.size() * 4);
+    MOSAIC_CUDA_CHECK(cudaMemcpy(device_logits.data, logits.data(), logits.size() * 4, cudaMemcpyHostToDevice));
+    MOSAIC_CUDA_CHECK(cudaMemcpy(device_bias.data, bias.data(), bias.size() * 4, cudaMemcpyHostToDevice));
+    DeviceBuffer device_experts(rows * c.k * 4), device_weights(rows * c.k * 4);
+    GroupedRouteArgs args;
+    args.rows = rows, args.experts = c.experts, args.k = c.k, args.groups = c.groups, args.top_groups = c.top_groups;
+    args.scaling = 2.5f;
+    args.logits = device_logits.as<float>(), args.logits_stride = stride, args.bias = device_bias.as<float>();
+    args.route_experts = device_experts.as<int32_t>(), args.route_weights = device_weights.as<float>();
+    moe_route_grouped(args, nullptr);
+    MOSAIC_CUDA_CHECK(cudaDeviceSynchronize());
+    const auto got_experts = download<int32_t>(device_experts, rows * c.k);
+    const auto got_weights = download<float>(device_weights, rows * c.k);
+    std::vector<int32_t> want_experts(rows * c.k);
+    std::vector<float> want_weights(rows * c.k);
+    cpu::moe_route_grouped(rows, {.experts = c.experts, .k = c.k, .groups = c.groups, .top_groups = c.top_groups,
+                                  .scaling = 2.5f},
+                           logits.data(), stride, bias.data(), want_experts.data(), want_weights.data());
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < c.k; ++j) {
+        ASSERT_EQ(got_experts[r * c.k + j], want_experts[r * c.k + j]) << c.experts << "/" << c.k << " row " << r;
+        EXPECT_NEAR(got_weights[r * c.k + j], want_weights[r * c.k + j], 1e-6 + 1e-5 * want_weights[r * c.k + j]);
+      }
+  }
+}
+
 TEST_F(CudaMoe, PermutationIsTheCpus) {
   std::mt19937 rng(5);
   for (const auto& [rows, experts, k] : {std::tuple<int64_t, int64_t, int64_t>{3000, 64, 8}, {1, 8, 2}, {777, 256, 4}, {50, 3, 3}}) {
@@ -89,7 +128,7 @@ TEST_F(CudaMoe, PermutationIsTheCpus) {
 // tiles: within 1e-2 of fp32 products of the same bf16 values, and each row's bits unchanged when
 // the rows of every expert run in the opposite order (other rows share its tiles).
 TEST_F(CudaMoe, GroupedProductMatchesEachExpertsProduct) {
-  for (const auto& [n, k] : {std::pair<int64_t, int64_t>{98, 72}, {128, 256}, {64, 8}}) {
+  for (const auto& [n, k] : {std::pair<int64_t, int64_t>{98, 72}, {128, 256}, {64, 8}, {512, 2048}, {136, 520}}) {
     const std::vector<int32_t> offsets = {0, 150, 150, 151, 230, 300};
     const int64_t experts = 5, rows = offsets.back(), lda = k + 8, ldc = n + 6;
     const std::vector<uint16_t> a = random_bf16(rows * lda, 1, 2.0f);
@@ -102,9 +141,10 @@ TEST_F(CudaMoe, GroupedProductMatchesEachExpertsProduct) {
       pointers.push_back(device_weights.back()->data);
     }
     DeviceBuffer device_pointers(pointers), device_offsets(offsets);
-    auto run = [&](const std::vector<uint16_t>& input) {
+    auto run = [&](const std::vector<uint16_t>& input, ExpertGemmKernel kernel) {
       DeviceBuffer device_a(input), device_out(rows * ldc * 2);
       ExpertGemmArgs args;
+      args.kernel = kernel;
       args.max_rows = rows + 37, args.n = n, args.k = k, args.experts = experts;
       args.a = device_a.data, args.lda = lda;
       args.weights = static_cast<const void* const*>(device_pointers.data);
@@ -114,7 +154,12 @@ TEST_F(CudaMoe, GroupedProductMatchesEachExpertsProduct) {
       MOSAIC_CUDA_CHECK(cudaDeviceSynchronize());
       return download<uint16_t>(device_out, rows * ldc);
     };
-    const std::vector<uint16_t> got = run(a);
+    const std::vector<uint16_t> got = run(a, ExpertGemmKernel::tiles);
+    // The few-rows kernel's tiles and pipeline differ; each output's sum does not: the same bits.
+    const std::vector<uint16_t> few = run(a, ExpertGemmKernel::few_rows);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < n; ++c)
+        ASSERT_EQ(few[r * ldc + c], got[r * ldc + c]) << "few-rows kernel, row " << r << " column " << c;
     const std::vector<float> wide_a = widen(a);
     for (int64_t e = 0; e < experts; ++e) {
       const int64_t m = offsets[e + 1] - offsets[e];
@@ -140,10 +185,12 @@ TEST_F(CudaMoe, GroupedProductMatchesEachExpertsProduct) {
       return offsets[e] + offsets[e + 1] - 1 - row;
     };
     for (int64_t r = 0; r < rows; ++r) std::copy_n(a.begin() + r * lda, lda, reversed.begin() + mirror(r) * lda);
-    const std::vector<uint16_t> flipped = run(reversed);
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t c = 0; c < n; ++c)
-        ASSERT_EQ(got[r * ldc + c], flipped[mirror(r) * ldc + c]) << "row " << r << " column " << c;
+    for (const ExpertGemmKernel kernel : {ExpertGemmKernel::tiles, ExpertGemmKernel::few_rows}) {
+      const std::vector<uint16_t> flipped = run(reversed, kernel);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < n; ++c)
+          ASSERT_EQ(got[r * ldc + c], flipped[mirror(r) * ldc + c]) << "row " << r << " column " << c;
+    }
   }
 }
 

@@ -1,0 +1,167 @@
+#include "gen/block_diffusion_decoder.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "gen/confidence.h"
+#include "gen/position_select.h"
+
+namespace mosaic {
+
+std::vector<int64_t> even_transfer_schedule(int64_t block, int64_t steps) {
+  MOSAIC_ASSERT(block >= 1 && steps >= 1, "a schedule of {} tokens over {} steps", block, steps);
+  std::vector<int64_t> schedule(static_cast<size_t>(steps), block / steps);
+  for (int64_t i = 0; i < block % steps; ++i) ++schedule[static_cast<size_t>(i)];
+  return schedule;
+}
+
+BlockDiffusionDecoder::BlockDiffusionDecoder(const ModelConfig& config, std::vector<int32_t> prompt,
+                                             GenerationOptions options)
+    : config_(config), options_(std::move(options)), canvas_(std::move(prompt)) {
+  MOSAIC_ASSERT(config.block_attention == BlockAttention::absolute && options_.threshold && options_.block_length > 0,
+                "block diffusion needs an absolute block grid, a block length and a threshold");
+  prompt_length_ = static_cast<int64_t>(canvas_.size());
+  generation_end_ = prompt_length_ + options_.gen_length;
+  const int64_t B = options_.block_length;
+  const int64_t grid_end = (generation_end_ + B - 1) / B * B;
+  mask_ = static_cast<int32_t>(config.mask_token_id);
+  canvas_.resize(static_cast<size_t>(grid_end), mask_);
+  layout_ = {BlockAttention::absolute, prompt_length_, B, grid_end};
+  blocks_ = decoding_blocks(layout_);
+  // The reference caps the steps per block at gen_length // minimal_topk (minimal_topk = 1).
+  steps_per_block_ = std::min(options_.steps, options_.gen_length);
+  schedule_ = even_transfer_schedule(B, steps_per_block_);
+  final_until_ = 0;
+}
+
+int64_t BlockDiffusionDecoder::masked() const {
+  return std::count(canvas_.begin() + prompt_length_, canvas_.begin() + generation_end_, mask_);
+}
+
+std::vector<int32_t> BlockDiffusionDecoder::masked_in(int64_t begin, int64_t end) const {
+  std::vector<int32_t> positions;
+  for (int64_t p = begin; p < end; ++p)
+    if (canvas_[static_cast<size_t>(p)] == mask_) positions.push_back(static_cast<int32_t>(p));
+  return positions;
+}
+
+HeadRowSampling BlockDiffusionDecoder::sampling_for(int32_t position) const {
+  HeadRowSampling how;
+  how.seed = options_.seed;
+  how.step = static_cast<uint32_t>(step_);
+  how.position = static_cast<uint32_t>(position);
+  // The reference samples from softmax(logits / T) and ranks by that probability.
+  if (options_.temperature > 0) how.choice_inv_temperature = how.stats_scale = 1.0 / options_.temperature;
+  // The mask token is never a choice (an "unmasking" to it would leave the position masked).
+  how.choice_bans[1] = mask_;
+  return how;
+}
+
+const DecoderStep& BlockDiffusionDecoder::prepare() {
+  MOSAIC_ASSERT(!finished_, "prepare() on a finished sequence");
+  next_ = DecoderStep{};
+  next_.candidates = masked_in(block().begin, block().end);
+  for (const int32_t position : next_.candidates) next_.sampling.push_back(sampling_for(position));
+  next_.layout = layout_;
+  if (!next_.candidates.empty() && options_.cache == CacheMode::block) {
+    // What is not final yet, up to the block's end: at a block's first step that includes the
+    // block before it, whose K/V are then written from its final tokens.
+    next_.cached = true;
+    next_.begin = final_until_, next_.end = block().end;
+  }
+  return next_;
+}
+
+void BlockDiffusionDecoder::after_forward() {
+  ++forwards_;
+  final_until_ = layout_.block_start(block().begin);
+}
+
+void BlockDiffusionDecoder::commit(const float* stats) {
+  committed_.clear();
+  committed_confidence_.clear();
+  const std::vector<int32_t>& candidates = next_.candidates;
+  if (!candidates.empty()) {
+    MOSAIC_ASSERT(stats != nullptr, "a step with candidates needs the head's output");
+    after_forward();
+    std::vector<int32_t> tokens;
+    std::vector<double> confidences;
+    std::vector<RankedPosition> ranked;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      const TokenChoice choice =
+          choice_from_head(stats + i * kHeadStatCount, next_.sampling[i], ConfidenceKind::chosen_probability);
+      tokens.push_back(choice.token);
+      confidences.push_back(choice.confidence);
+      ranked.push_back({candidates[i], choice.confidence});
+    }
+    std::vector<size_t> chosen = top_k_or_above_positions(ranked, quota(), *options_.threshold);
+    if (options_.logprobs)
+      for (const size_t i : chosen)
+        logprobs_.push_back(token_logprob_from_stats(stats + i * kHeadStatCount, next_.sampling[i], candidates[i],
+                                                     prompt_length_));
+    unmask(std::move(chosen), tokens, confidences);
+  }
+  advance();
+}
+
+std::optional<CommitRule> BlockDiffusionDecoder::device_commit_rule() const {
+  if (next_.candidates.empty() || options_.logprobs) return std::nullopt;
+  CommitRule rule;
+  rule.confidence = ConfidenceKind::chosen_probability;
+  rule.selection = CommitSelection::top_k_or_above;
+  rule.k = quota();
+  rule.threshold = *options_.threshold;
+  return rule;
+}
+
+void BlockDiffusionDecoder::commit_from_device(std::span<const CommittedRow> rows) {
+  committed_.clear();
+  committed_confidence_.clear();
+  MOSAIC_ASSERT(!next_.candidates.empty() && rows.size() == next_.candidates.size(),
+                "a device commit has one row per candidate");
+  after_forward();
+  std::vector<size_t> chosen;
+  std::vector<int32_t> tokens;
+  std::vector<double> confidences;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i].committed) chosen.push_back(i);
+    tokens.push_back(rows[i].token);
+    confidences.push_back(rows[i].confidence);
+  }
+  unmask(std::move(chosen), tokens, confidences);
+  advance();
+}
+
+void BlockDiffusionDecoder::unmask(std::vector<size_t> chosen, std::span<const int32_t> tokens,
+                                   std::span<const double> confidences) {
+  const std::vector<int32_t>& candidates = next_.candidates;
+  std::sort(chosen.begin(), chosen.end(), [&](size_t a, size_t b) { return candidates[a] < candidates[b]; });
+  for (const size_t i : chosen) {
+    canvas_[static_cast<size_t>(candidates[i])] = tokens[i];
+    committed_.push_back(candidates[i]);
+    committed_confidence_.push_back(static_cast<float>(confidences[i]));
+  }
+}
+
+void BlockDiffusionDecoder::advance() {
+  ++step_;
+  ++step_in_block_;
+  const bool block_done = masked_in(block().begin, block().end).empty();
+  if (!block_done && step_in_block_ < steps_per_block_) return;
+  // The block is over (the reference leaves masks of a block whose steps ran out in place).
+  const int64_t block_end = block().end;
+  ++block_;
+  step_in_block_ = 0;
+  const auto eos = static_cast<int32_t>(options_.eos_id);
+  const bool eos_seen = std::find(canvas_.begin() + prompt_length_, canvas_.begin() + block_end, eos) !=
+                        canvas_.begin() + block_end;
+  if (eos_seen) {
+    // What follows is never decoded: the answer ends at its first EOS, the rest reads as EOS.
+    for (size_t p = static_cast<size_t>(block_end); p < canvas_.size(); ++p)
+      if (canvas_[p] == mask_) canvas_[p] = eos;
+    stopped_at_eos_ = true;
+  }
+  finished_ = eos_seen || block_ >= static_cast<int64_t>(blocks_.size());
+}
+
+}  // namespace mosaic
