@@ -37,6 +37,18 @@ struct D2fOptions {
 inline constexpr int64_t kBlockDiffusionDefaultBlockLength = 32;
 inline constexpr double kBlockDiffusionDefaultThreshold = 0.95;
 
+// LLaDA 2.1's token editing (its generate()'s defaults; docs/design/block-diffusion.md): each step
+// of a block commits, of its masked positions, all above `threshold` if num_to_transfer of them are,
+// else the num_to_transfer most confident (mask to token), and replaces every already-placed,
+// non-prompt token of the block whose new prediction differs with probability above
+// editing_threshold (token to token); once the block has no masks it takes up to max_post_steps
+// more steps, ending at the first that edits nothing. `steps` does not apply.
+struct TokenEditing {
+  double editing_threshold = 0.9;
+  int64_t max_post_steps = 16;
+  int64_t num_to_transfer = 1;
+};
+
 struct GenerationOptions {
   int64_t gen_length = 128;        // positions appended to the prompt (Dream: max_new_tokens)
   int64_t steps = 128;             // denoising steps (an upper bound with threshold / factor;
@@ -63,6 +75,8 @@ struct GenerationOptions {
   // D2F decoding (both families; a D2F adapter's model): set, it replaces the block loop and its
   // rule (steps, threshold, factor, remasking do not apply).
   std::optional<D2fOptions> d2f;
+  // LLaDA 2.x: set, block diffusion edits placed tokens as LLaDA 2.1 does.
+  std::optional<TokenEditing> editing;
   // Extensions
   bool stop_at_eos = false;
   int64_t eos_id = -1;             // -1: the config's eos_token_id

@@ -39,9 +39,11 @@ struct GenerateCliOptions {
   // for the engine to check and name).
   double alg_temp = 0, top_p = 0, threshold = 0, factor = 0;
   int64_t top_k = 0, eot_id = 0;
+  TokenEditing editing;  // LLaDA 2.1: on when any of its options is given
   CLI::Option *alg_temp_given = nullptr, *top_p_given = nullptr, *top_k_given = nullptr,
               *threshold_given = nullptr, *factor_given = nullptr, *eot_id_given = nullptr,
-              *budget_given = nullptr, *block_length_given = nullptr, *steps_given = nullptr;
+              *budget_given = nullptr, *block_length_given = nullptr, *steps_given = nullptr,
+              *editing_given[3] = {nullptr, nullptr, nullptr};
 };
 
 bool given(const CLI::Option* option) { return option != nullptr && option->count() > 0; }
@@ -123,6 +125,7 @@ int run_generate(GenerateCliOptions& o) {
   if (given(o.top_k_given)) gen.top_k = o.top_k;
   if (given(o.threshold_given)) gen.threshold = o.threshold;
   if (given(o.factor_given)) gen.factor = o.factor;
+  if (std::any_of(std::begin(o.editing_given), std::end(o.editing_given), given)) gen.editing = o.editing;
   gen.d2f = o.d2f.resolve();
   if (gen.d2f && given(o.steps_given)) gen.d2f->max_steps = gen.steps;  // D2F's steps: the loop's cap
   // One step per position at most (a step unmasks at least one): the default of 128 shrinks with
@@ -239,6 +242,12 @@ Action register_generate(CLI::App& app) {
   c->add_option("--eps", g.eps, "Dream: final timestep")->default_val(1e-3);
   o->threshold_given = c->add_option("--threshold", o->threshold, "Fast-dLLM: unmask every position this confident");
   o->factor_given = c->add_option("--factor", o->factor, "Fast-dLLM: the factor rule");
+  o->editing_given[0] = c->add_option("--editing-threshold", o->editing.editing_threshold,
+                                      "LLaDA 2.1: replace a placed token predicted otherwise this confidently (default 0.9)");
+  o->editing_given[1] = c->add_option("--max-post-steps", o->editing.max_post_steps,
+                                      "LLaDA 2.1: editing steps after a block's masks are gone (default 16)");
+  o->editing_given[2] = c->add_option("--num-to-transfer", o->editing.num_to_transfer,
+                                      "LLaDA 2.1: masks a step fills at least (default 1)");
   o->d2f.add_to(c,
                 "D2F pipelined block decoding (a D2F adapter's model; blocks of --block-length, default 32; "
                 "--steps caps its steps, default 10000)",

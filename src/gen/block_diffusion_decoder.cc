@@ -60,7 +60,12 @@ HeadRowSampling BlockDiffusionDecoder::sampling_for(int32_t position) const {
 const DecoderStep& BlockDiffusionDecoder::prepare() {
   MOSAIC_ASSERT(!finished_, "prepare() on a finished sequence");
   next_ = DecoderStep{};
-  next_.candidates = masked_in(block().begin, block().end);
+  masked_at_start_ = block_has_masks();
+  if (options_.editing) {  // every position of the block: the masks to fill, the tokens to edit
+    for (int64_t p = block().begin; p < block().end; ++p) next_.candidates.push_back(static_cast<int32_t>(p));
+  } else {
+    next_.candidates = masked_in(block().begin, block().end);
+  }
   for (const int32_t position : next_.candidates) next_.sampling.push_back(sampling_for(position));
   next_.layout = layout_;
   if (!next_.candidates.empty() && options_.cache == CacheMode::block) {
@@ -86,15 +91,13 @@ void BlockDiffusionDecoder::commit(const float* stats) {
     after_forward();
     std::vector<int32_t> tokens;
     std::vector<double> confidences;
-    std::vector<RankedPosition> ranked;
     for (size_t i = 0; i < candidates.size(); ++i) {
       const TokenChoice choice =
           choice_from_head(stats + i * kHeadStatCount, next_.sampling[i], ConfidenceKind::chosen_probability);
       tokens.push_back(choice.token);
       confidences.push_back(choice.confidence);
-      ranked.push_back({candidates[i], choice.confidence});
     }
-    std::vector<size_t> chosen = top_k_or_above_positions(ranked, quota(), *options_.threshold);
+    std::vector<size_t> chosen = choose(tokens, confidences);
     if (options_.logprobs)
       for (const size_t i : chosen)
         logprobs_.push_back(token_logprob_from_stats(stats + i * kHeadStatCount, next_.sampling[i], candidates[i],
@@ -104,8 +107,27 @@ void BlockDiffusionDecoder::commit(const float* stats) {
   advance();
 }
 
+std::vector<size_t> BlockDiffusionDecoder::choose(std::span<const int32_t> tokens, std::span<const double> confidences) {
+  const std::vector<int32_t>& candidates = next_.candidates;
+  std::vector<RankedPosition> masked;
+  std::vector<size_t> masked_index, chosen;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const int32_t current = canvas_[static_cast<size_t>(candidates[i])];
+    if (current == mask_) {
+      masked.push_back({candidates[i], confidences[i]});
+      masked_index.push_back(i);
+    } else if (options_.editing && tokens[i] != current && confidences[i] > options_.editing->editing_threshold) {
+      chosen.push_back(i);  // token to token
+    }
+  }
+  edited_ = !chosen.empty();
+  for (const size_t j : top_k_or_above_positions(masked, quota(), *options_.threshold)) chosen.push_back(masked_index[j]);
+  return chosen;
+}
+
 std::optional<CommitRule> BlockDiffusionDecoder::device_commit_rule() const {
-  if (next_.candidates.empty() || options_.logprobs) return std::nullopt;
+  // Edits change placed tokens, which the device commit does not do: the host chooses.
+  if (next_.candidates.empty() || options_.logprobs || options_.editing) return std::nullopt;
   CommitRule rule;
   rule.confidence = ConfidenceKind::chosen_probability;
   rule.selection = CommitSelection::top_k_or_above;
@@ -143,15 +165,23 @@ void BlockDiffusionDecoder::unmask(std::vector<size_t> chosen, std::span<const i
   }
 }
 
+bool BlockDiffusionDecoder::block_over() {
+  if (!options_.editing) return !block_has_masks() || step_in_block_ >= steps_per_block_;
+  // LLaDA 2.1: a step that began without masks and edited nothing ends the block; each step that
+  // will begin without masks is a post step, of which max_post_steps may run.
+  if (!masked_at_start_ && !edited_) return true;
+  if (block_has_masks()) return false;
+  return ++post_steps_ > options_.editing->max_post_steps;
+}
+
 void BlockDiffusionDecoder::advance() {
   ++step_;
   ++step_in_block_;
-  const bool block_done = masked_in(block().begin, block().end).empty();
-  if (!block_done && step_in_block_ < steps_per_block_) return;
+  if (!block_over()) return;
   // The block is over (the reference leaves masks of a block whose steps ran out in place).
   const int64_t block_end = block().end;
   ++block_;
-  step_in_block_ = 0;
+  step_in_block_ = 0, post_steps_ = 0;
   const auto eos = static_cast<int32_t>(options_.eos_id);
   const bool eos_seen = std::find(canvas_.begin() + prompt_length_, canvas_.begin() + block_end, eos) !=
                         canvas_.begin() + block_end;

@@ -6,6 +6,11 @@
 // block's masked positions, all whose confidence is above `threshold` if at least k of them are,
 // else the k most confident, k following the reference's even split of the block length over the
 // steps. After a block, an EOS anywhere in the generated region ends the generation.
+//
+// With options.editing (LLaDA 2.1) a step predicts every non-prompt position of the block: the
+// masked ones are committed by the same rule with k = num_to_transfer, and a placed token whose
+// prediction differs with probability above editing_threshold is replaced; the block ends at the
+// first step after its masks are gone that edits nothing, or after max_post_steps such steps.
 #pragma once
 
 #include <cstdint>
@@ -53,8 +58,16 @@ class BlockDiffusionDecoder final : public RequestDecoder {
   const DecodingBlock& block() const { return blocks_[static_cast<size_t>(block_)]; }
   std::vector<int32_t> masked_in(int64_t begin, int64_t end) const;
   HeadRowSampling sampling_for(int32_t position) const;
-  // The block's quota at this step (the schedule's entry).
-  int64_t quota() const { return schedule_[static_cast<size_t>(step_in_block_)]; }
+  // The block's quota at this step (the schedule's entry; with editing, num_to_transfer).
+  int64_t quota() const {
+    return options_.editing ? options_.editing->num_to_transfer : schedule_[static_cast<size_t>(step_in_block_)];
+  }
+  // Which of the prepared candidates the step commits (mask to token) and edits (token to token),
+  // from each candidate's token and confidence.
+  std::vector<size_t> choose(std::span<const int32_t> tokens, std::span<const double> confidences);
+  bool block_has_masks() const { return !masked_in(block().begin, block().end).empty(); }
+  // Whether the block is over after this step (and counts LLaDA 2.1's post steps).
+  bool block_over();
   void unmask(std::vector<size_t> chosen, std::span<const int32_t> tokens, std::span<const double> confidences);
   void after_forward();
   // After a step: to the next block when this one is done or out of steps; the end after the
@@ -70,6 +83,9 @@ class BlockDiffusionDecoder final : public RequestDecoder {
   std::vector<DecodingBlock> blocks_;
   std::vector<int64_t> schedule_;
   int64_t block_ = 0, step_in_block_ = 0, steps_per_block_ = 0;
+  // Token editing: whether the prepared step's block had masks, whether it edited, post steps.
+  bool masked_at_start_ = true, edited_ = false;
+  int64_t post_steps_ = 0;
   int64_t step_ = 0, forwards_ = 0;
   int64_t final_until_ = 0;  // K/V of [0, final_until_) are final in the block cache
   bool finished_ = false, stopped_at_eos_ = false;

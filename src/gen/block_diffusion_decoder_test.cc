@@ -145,6 +145,51 @@ TEST(BlockDiffusionDecoder, AnEosEndsTheGenerationAfterItsBlock) {
   EXPECT_EQ(d.canvas()[39], eos);
 }
 
+// LLaDA 2.1: once placed, a token predicted otherwise above editing_threshold is replaced; the
+// block ends at the first post step that edits nothing, or after max_post_steps.
+TEST(BlockDiffusionDecoder, TokenEditingReplacesPlacedTokensAndCountsPostSteps) {
+  GenerationOptions o = options(4, 4, 4, 1.0);
+  o.editing = TokenEditing{.editing_threshold = 0.8, .max_post_steps = 3, .num_to_transfer = 2};
+  BlockDiffusionDecoder d = make(o, 4);  // one block [4, 8)
+  std::vector<std::vector<int32_t>> changed;
+  std::vector<size_t> candidates;
+  std::vector<float> stats;
+  int64_t step = 0;
+  while (!d.finished()) {
+    const DecoderStep& prepared = d.prepare();
+    candidates.push_back(prepared.candidates.size());
+    stats.assign(prepared.candidates.size() * kHeadStatCount, 0.0f);
+    for (size_t i = 0; i < prepared.candidates.size(); ++i) {
+      const int32_t p = prepared.candidates[i];
+      // Steps 0, 1 fill two masks each with 5; from step 2 position 4 predicts 6 at 0.9 (an
+      // edit at step 2, then none: its token is 6 already).
+      const bool edit = step >= 2 && p == 4;
+      fill_stats(stats.data() + i * kHeadStatCount, {edit ? 6 : 5, edit ? 0.9 : 0.5});
+    }
+    d.commit(stats.data());
+    changed.push_back(d.last_committed());
+    ++step;
+  }
+  // Fill, fill, edit (a post step), then a post step that edits nothing ends the block.
+  ASSERT_EQ(changed.size(), 4u);
+  EXPECT_THAT(changed[0], ElementsAre(4, 5));
+  EXPECT_THAT(changed[1], ElementsAre(6, 7));
+  EXPECT_THAT(changed[2], ElementsAre(4));
+  EXPECT_TRUE(changed[3].empty());
+  EXPECT_THAT(candidates, ElementsAre(4, 4, 4, 4));  // every position of the block, placed or not
+  EXPECT_EQ(d.canvas()[4], 6);
+  EXPECT_FALSE(d.device_commit_rule().has_value());
+}
+
+TEST(BlockDiffusionDecoder, TokenEditingStopsAfterMaxPostSteps) {
+  GenerationOptions o = options(4, 4, 4, 1.0);
+  o.editing = TokenEditing{.editing_threshold = 0.5, .max_post_steps = 2, .num_to_transfer = 4};
+  BlockDiffusionDecoder d = make(o, 4);
+  // Every step predicts a new token everywhere above the bar: it edits forever but for the cap.
+  const auto trace = run(d, [](int32_t p, int64_t s) { return Prediction{static_cast<int32_t>(10 + p + s), 0.9}; });
+  EXPECT_EQ(trace.size(), 3u);  // the fill, then 2 post steps
+}
+
 TEST(BlockDiffusionDecoder, OptionsAreTheReferencesAndOthersAreRefused) {
   GenerationOptions o;
   validate_generation_options(tiny(), o);

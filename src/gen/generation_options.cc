@@ -208,6 +208,18 @@ void check_block_diffusion(GenerationOptions& o) {
                 "does not use them");
   if (o.alg != DreamAlg::origin || o.alg_temp || o.top_p || o.top_k || o.eps != 1e-3)
     fail_option("alg", "alg, alg_temp, top_p, top_k and eps are Dream's options; LLaDA 2.x does not use them");
+  if (o.editing) {
+    const TokenEditing& e = *o.editing;
+    if (!(e.editing_threshold >= 0 && e.editing_threshold <= 1))
+      fail_option("editing_threshold", "editing_threshold must be in [0, 1], got {}", e.editing_threshold);
+    if (e.max_post_steps < 0)
+      fail_option("max_post_steps", "max_post_steps must be at least 0, got {}", e.max_post_steps);
+    if (e.num_to_transfer < 1)
+      fail_option("num_to_transfer", "num_to_transfer must be at least 1, got {}", e.num_to_transfer);
+    if (o.logprobs)
+      fail_option("logprobs", "logprobs are reported per committed token; token editing replaces tokens already "
+                  "reported, so the two cannot be combined");
+  }
   switch (o.cache) {
     case CacheMode::automatic: case CacheMode::block: o.cache = CacheMode::block; break;
     case CacheMode::none: break;
@@ -221,6 +233,8 @@ void check_block_diffusion(GenerationOptions& o) {
 
 void validate_generation_options(const ModelConfig& config, GenerationOptions& o) {
   check_common(config, o);
+  if (o.editing && config.family != Family::llada2)
+    fail_option("editing_threshold", "token editing is LLaDA 2.1's decoding; this model is {}", family_name(config.family));
   if (o.d2f) return check_d2f(config, o);
   if (config.family == Family::llada2) return check_block_diffusion(o);
   if (o.steps < 1) fail_option("steps", "steps must be at least 1, got {}", o.steps);

@@ -96,6 +96,11 @@ Enum as_choice(const std::string& name, const py::handle& value,
   throw py::value_error(fmt::format("{} must be one of {}, got '{}'", name, names, text));
 }
 
+TokenEditing& editing_of(GenerationOptions& o) {
+  if (!o.editing) o.editing = TokenEditing{};
+  return *o.editing;
+}
+
 D2fOptions& d2f_of(GenerationOptions& o) {
   if (!o.d2f) o.d2f = D2fOptions{};
   return *o.d2f;
@@ -139,6 +144,10 @@ const std::vector<std::pair<std::string, Setter>>& setters() {
       {"block_add_threshold", [](auto& o, auto& n, auto& v) { d2f_of(o).block_add_threshold = as_float(n, v); }},
       {"decoded_token_threshold", [](auto& o, auto& n, auto& v) { d2f_of(o).decoded_token_threshold = as_float(n, v); }},
       {"skip_threshold", [](auto& o, auto& n, auto& v) { d2f_of(o).skip_threshold = as_float(n, v); }},
+      // LLaDA 2.1's token editing: any of its options turns it on.
+      {"editing_threshold", [](auto& o, auto& n, auto& v) { editing_of(o).editing_threshold = as_float(n, v); }},
+      {"max_post_steps", [](auto& o, auto& n, auto& v) { editing_of(o).max_post_steps = as_int(n, v); }},
+      {"num_to_transfer", [](auto& o, auto& n, auto& v) { editing_of(o).num_to_transfer = as_int(n, v); }},
       {"stop_at_eos", [](auto& o, auto& n, auto& v) { o.stop_at_eos = as_bool(n, v); }},
       {"eos_id", [](auto& o, auto& n, auto& v) { o.eos_id = v.is_none() ? -1 : as_token_id(n, v); }},
       {"eot_id", [](auto& o, auto& n, auto& v) { o.eot_id = v.is_none() ? -1 : as_token_id(n, v); }},

@@ -332,6 +332,16 @@ void read_options(const Fields& fields, Endpoint endpoint, const RequestLimits& 
     (*o.d2f).*member = *value;
   }
   if (o.d2f && o.steps > 0) o.d2f->max_steps = o.steps;
+  // LLaDA 2.1's token editing: on when any of its fields is given.
+  const std::optional<double> editing_threshold = fields.number("editing_threshold", 0, 1);
+  const std::optional<int64_t> max_post_steps = fields.integer("max_post_steps", 0, 1 << 20);
+  const std::optional<int64_t> num_to_transfer = fields.integer("num_to_transfer", 1, 1 << 20);
+  if (editing_threshold || max_post_steps || num_to_transfer) {
+    o.editing = TokenEditing{};
+    if (editing_threshold) o.editing->editing_threshold = *editing_threshold;
+    if (max_post_steps) o.editing->max_post_steps = *max_post_steps;
+    if (num_to_transfer) o.editing->num_to_transfer = *num_to_transfer;
+  }
   o.logprobs = request.logprobs.has_value();
 }
 

@@ -242,6 +242,17 @@ TEST(ApiRequest, MessageRoles) {
 namespace mosaic::serve {
 namespace {
 
+TEST(ApiRequest, TokenEditingFields) {
+  const ApiRequest r = parse(Endpoint::completions, R"({"prompt": "x", "editing_threshold": 0.5, "max_post_steps": 4})");
+  ASSERT_TRUE(r.options.editing.has_value());
+  EXPECT_EQ(r.options.editing->editing_threshold, 0.5);
+  EXPECT_EQ(r.options.editing->max_post_steps, 4);
+  EXPECT_EQ(r.options.editing->num_to_transfer, 1);
+  EXPECT_FALSE(parse(Endpoint::completions, R"({"prompt": "x"})").options.editing.has_value());
+  EXPECT_EQ(refusal(Endpoint::completions, R"({"prompt": "x", "editing_threshold": 2})").second, "editing_threshold");
+  EXPECT_EQ(refusal(Endpoint::completions, R"({"prompt": "x", "num_to_transfer": 0})").second, "num_to_transfer");
+}
+
 TEST(ApiRequest, D2fFieldsAndTheServerDefault) {
   const ApiRequest r = parse(Endpoint::completions,
                              R"({"prompt": "x", "d2f": true, "skip_threshold": 0.9, "block_add_threshold": 0.1, "steps": 77})");

@@ -89,6 +89,9 @@ class GenCase:
     threshold: object
     model: str = "tiny"
     notes: str = ""
+    # LLaDA 2.1's token editing: (editing_threshold, max_post_steps, num_to_transfer), or None
+    # for LLaDA2.0's decoding. With it `steps` is not passed (2.1 has no schedule).
+    editing: tuple = None
 
 
 CASES = [
@@ -107,6 +110,14 @@ CASES = [
     GenCase("b8_s8_t05_gqa", (13, 16), 16, 8, 8, 0.5, model="gqa", notes="GQA fp32"),
     GenCase("b8_s8_t095_g13", (6, 2), 13, 8, 8, 0.95, notes="gen 13: canvas 24"),
     GenCase("b8_s8_t10_g3", (4, 7), 3, 8, 8, 1.0, notes="steps capped at 3: [3, 3, 2]"),
+    # LLaDA 2.1 (moe-models.md 2.5). An editing threshold of 0 edits every placed token whose
+    # prediction changed (SGLang's "full editing"); 0.9 never clears on random tiny models (M2T
+    # and one post step alone).
+    GenCase("e21_b8_t05_e0", (5, 12), 16, 8, 0, 0.5, editing=(0.0, 16, 1), notes="2.1, full editing"),
+    GenCase("e21_b8_tq50_e09", (9, 3), 16, 8, 0, "q50", editing=(0.9, 16, 1), notes="2.1, no edit clears"),
+    GenCase("e21_b32_t10_e0_n2", (7, 32), 32, 32, 0, 1.0, editing=(0.0, 4, 2), notes="2.1, 2 masks a step, 4 post"),
+    GenCase("e21_b8_t10_e0_post0", (6, 16), 16, 8, 0, 1.0, editing=(0.0, 0, 1), notes="2.1, no post steps"),
+    GenCase("e21_b8_t05_e0_gqa", (11, 4), 16, 8, 0, 0.5, model="gqa", editing=(0.0, 16, 1), notes="2.1, GQA fp32"),
 ]
 
 
@@ -120,8 +131,13 @@ def mosaic_argv(mosaic, model_dir, prompts, case, threshold):
     for ids in prompts:
         argv += ["--ids", ",".join(map(str, ids))]
     argv += ["--gen-length", str(case.gen_length), "--block-length", str(case.block_length),
-             "--steps", str(case.steps), "--threshold", repr(float(threshold)),
-             "--temperature", "0", "--json"]
+             "--threshold", repr(float(threshold)), "--temperature", "0", "--json"]
+    if case.editing is None:
+        argv += ["--steps", str(case.steps)]
+    else:
+        editing_threshold, max_post_steps, num_to_transfer = case.editing
+        argv += ["--editing-threshold", repr(float(editing_threshold)),
+                 "--max-post-steps", str(max_post_steps), "--num-to-transfer", str(num_to_transfer)]
     return argv
 
 
@@ -187,8 +203,14 @@ class Reference:
 
 def reference_run(model, case, prompt, threshold, tie_margin):
     trace = l2.Trace()
-    canvas, forwards = l2.generate(model, prompt, case.gen_length, case.block_length,
-                                   case.steps, threshold, trace=trace)
+    if case.editing is None:
+        canvas, forwards = l2.generate(model, prompt, case.gen_length, case.block_length,
+                                       case.steps, threshold, trace=trace)
+    else:
+        editing_threshold, max_post_steps, num_to_transfer = case.editing
+        canvas, forwards = l2.generate_llada21(model, prompt, case.gen_length, case.block_length,
+                                               threshold, editing_threshold, max_post_steps,
+                                               num_to_transfer, trace=trace)
     out = [int(t) for t in canvas[len(prompt):len(prompt) + case.gen_length]]
     return Reference(out, forwards, trace, trace.near_tie(l2.NEAR_TIE, tie_margin))
 

@@ -956,6 +956,10 @@ def generate(model, prompt_ids, gen_length, block_length=32, steps=32, threshold
 #   after each block, with eos_early_stop: stop decoding if the generated part
 #   [P, (b + 1) B) holds no mask id and holds an eos id.
 #   The canvas is returned whole (HF's generate() then trims it at the first EOS).
+#   As for 2.0 (stop_at_block_eos, ban_mask; their defaults are Mosaic's conventions): the
+#   mask id is never a choice, and decoding stops after a block at that EOS condition whether
+#   eos_early_stop is set or not, the positions never decoded reading as EOS -- the trimmed
+#   answer is the same, since no later block changes an earlier one.
 
 def edit_mask(tokens, probs, second, old, editable, editing_threshold, trace=None):
     """bool [B]: the T2T edits -- editable positions whose new token differs from the old
@@ -972,7 +976,8 @@ def edit_mask(tokens, probs, second, old, editable, editing_threshold, trace=Non
 
 def decode_blocks_llada21(predict, prompt_ids, gen_length, block_length=32, threshold=0.95,
                           editing_threshold=0.9, max_post_steps=16, num_to_transfer=1,
-                          mask_id=None, eos_id=None, eos_early_stop=False, trace=None):
+                          mask_id=None, eos_id=None, eos_early_stop=False, trace=None,
+                          stop_at_block_eos=True, ban_mask=True):
     """LLaDA2.1 decoding at temperature 0 (the rules above) with any predictor (as
     decode_blocks). Returns (canvas int64 [num_blocks * B], number of forwards)."""
     if mask_id is None:
@@ -992,7 +997,8 @@ def decode_blocks_llada21(predict, prompt_ids, gen_length, block_length=32, thre
                 post_steps += 1
             if post_steps > max_post_steps:
                 break
-            tokens, p1, p2 = greedy_tokens(predict(canvas[:hi].copy(), lo, hi))
+            tokens, p1, p2 = greedy_tokens(predict(canvas[:hi].copy(), lo, hi),
+                                           mask_id if ban_mask else None)
             forwards += 1
             commit = np.zeros(B, dtype=bool)
             if masked.any():
@@ -1004,8 +1010,10 @@ def decode_blocks_llada21(predict, prompt_ids, gen_length, block_length=32, thre
             if not masked.any() and not edits.any():
                 break
         generated = canvas[P:hi]
-        if eos_early_stop and eos_id is not None and not np.any(generated == mask_id) \
-                and np.any(generated == eos_id):
+        if (eos_early_stop or stop_at_block_eos) and eos_id is not None \
+                and not np.any(generated == mask_id) and np.any(generated == eos_id):
+            if stop_at_block_eos:
+                canvas[hi:][canvas[hi:] == mask_id] = eos_id
             break
     if trace is not None:
         trace.forwards += forwards
@@ -1014,7 +1022,8 @@ def decode_blocks_llada21(predict, prompt_ids, gen_length, block_length=32, thre
 
 def generate_llada21(model, prompt_ids, gen_length, block_length=32, threshold=0.95,
                      editing_threshold=0.9, max_post_steps=16, num_to_transfer=1,
-                     eos_id=None, mask_id=None, eos_early_stop=False, trace=None):
+                     eos_id=None, mask_id=None, eos_early_stop=False, trace=None,
+                     stop_at_block_eos=True, ban_mask=True):
     """LLaDA2.1 decoding of one prompt at temperature 0 (dllm LLaDA21Sampler). Returns
     (canvas int64 [ceil((P + gen_length) / B) * B], number of forwards)."""
     mask_id = model.mask_id if mask_id is None else mask_id
@@ -1022,4 +1031,4 @@ def generate_llada21(model, prompt_ids, gen_length, block_length=32, threshold=0
     return decode_blocks_llada21(model_predictor(model, block_length, trace), prompt_ids,
                                  gen_length, block_length, threshold, editing_threshold,
                                  max_post_steps, num_to_transfer, mask_id, eos_id,
-                                 eos_early_stop, trace)
+                                 eos_early_stop, trace, stop_at_block_eos, ban_mask)

@@ -801,10 +801,15 @@ class Llada21DecodeTest(unittest.TestCase):
         pred = TablePredictor(constant_table(rows))
         canvas, forwards = l2.decode_blocks_llada21(pred, [0, 1, 2, 3], 12, 4, 0.95, 0.9, 16,
                                                     2, mask_id=MASK, eos_id=EOS,
-                                                    eos_early_stop=True)
+                                                    eos_early_stop=True, stop_at_block_eos=False)
         self.assertEqual(forwards, 3)            # 2 + 2 masks, then one post step
         np.testing.assert_array_equal(canvas[4:8], [1, 1, EOS, 1])
         self.assertTrue(np.all(canvas[8:] == MASK))
+        # Mosaic's convention (the default): the same stop, the rest reading as EOS.
+        canvas, forwards = l2.decode_blocks_llada21(TablePredictor(constant_table(rows)), [0, 1, 2, 3], 12, 4,
+                                                    0.95, 0.9, 16, 2, mask_id=MASK, eos_id=EOS)
+        self.assertEqual(forwards, 3)
+        self.assertTrue(np.all(canvas[8:] == EOS))
 
 
 # ----------------------------------------------------------------------------------------
