@@ -37,7 +37,7 @@ namespace {
 int64_t default_end_of_turn(const std::optional<Tokenizer>& tokenizer, Family family) {
   if (!tokenizer) return -1;
   const char* end_of_turn = family == Family::dream       ? "<|im_end|>"
-                            : family == Family::llada_moe ? "<|role_end|>"
+                            : family == Family::llada_moe || family == Family::llada2 ? "<|role_end|>"
                                                           : "<|eot_id|>";
   const auto id = tokenizer->token_id(end_of_turn);
   return id ? *id : -1;

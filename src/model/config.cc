@@ -337,6 +337,9 @@ ModelConfig parse_llada2(const json& root, std::string_view source, std::string 
   fields.require("score_function", "sigmoid", "the LLaDA 2.x router scores experts with a sigmoid");
   fields.require("norm_head", false, "an L2-normalised LM head is not implemented");
   fields.require_null("rope_scaling", "rotary scaling is not implemented");
+  // LLaDA2.2 routes per diffusion block inside a capacity-limited set of experts (moe-models.md
+  // 2.8): another router, which this one would silently replace.
+  fields.require_null("expert_capacity", "LLaDA2.2's block routing is not implemented");
   if (!config.qk_norm)
     fail("{}: field 'use_qk_norm' = false is not supported (LLaDA 2.x normalises q and k per head)", source);
   if (config.experts % config.router_groups != 0)

@@ -287,6 +287,7 @@ TEST(Config, Llada2FieldsThatChangeTheForwardAreRefused) {
               HasSubstr("more than the 32 experts"));
   EXPECT_THAT(error_of(with(kLlada2Mini, "block_attention", "prompt")), HasSubstr("must be \"absolute\""));
   EXPECT_THAT(error_of(with(kLlada2Mini, "head_dim", 64)), HasSubstr("'head_dim' differs"));
+  EXPECT_THAT(error_of(with(kLlada2Mini, "expert_capacity", 64)), HasSubstr("block routing is not implemented"));
   EXPECT_THAT(error_of(with(kLlada2Mini, "first_k_dense_replace", 21)), HasSubstr("out of range [0, 20]"));
 }
 

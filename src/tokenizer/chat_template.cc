@@ -100,7 +100,8 @@ std::string render_chat(ChatFormat format, std::span<const ChatMessage> messages
 std::optional<ChatFormat> chat_format_for_architecture(std::string_view architecture) {
   if (architecture == "LLaDAModelLM") return ChatFormat::llada;
   if (architecture == "DreamModel") return ChatFormat::dream;
-  if (architecture == "LLaDAMoEModelLM") return ChatFormat::llada_moe;
+  // LLaDA 2.x shares LLaDA-MoE's tokenizer and role markup (moe-models.md 2.6).
+  if (architecture == "LLaDAMoEModelLM" || architecture == "LLaDA2MoeModelLM") return ChatFormat::llada_moe;
   return std::nullopt;
 }
 

@@ -6,7 +6,7 @@
 //              <|start_header_id|>assistant<|end_header_id|>\n\n
 //   dream      <|im_start|>system\nYou are a helpful assistant.<|im_end|>\n
 //              <|im_start|>user\n{content}<|im_end|>\n<|im_start|>assistant\n
-//   llada_moe  <role>SYSTEM</role>detailed thinking off<|role_end|><role>HUMAN</role>{content}
+//   llada_moe  (LLaDA-MoE and LLaDA 2.x) <role>SYSTEM</role>detailed thinking off<|role_end|><role>HUMAN</role>{content}
 //              <|role_end|><role>ASSISTANT</role>
 //
 // (lines broken here only). Dream and LLaDA-MoE insert their default system turn when the first

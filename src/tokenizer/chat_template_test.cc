@@ -98,6 +98,7 @@ TEST(ChatTemplate, FormatForArchitecture) {
   EXPECT_EQ(chat_format_for_architecture("LLaDAModelLM"), ChatFormat::llada);
   EXPECT_EQ(chat_format_for_architecture("DreamModel"), ChatFormat::dream);
   EXPECT_EQ(chat_format_for_architecture("LLaDAMoEModelLM"), ChatFormat::llada_moe);
+  EXPECT_EQ(chat_format_for_architecture("LLaDA2MoeModelLM"), ChatFormat::llada_moe);
   EXPECT_EQ(chat_format_for_architecture("LlamaForCausalLM"), std::nullopt);
 }
 
