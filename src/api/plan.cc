@@ -303,9 +303,12 @@ LmaxReport find_lmax(const PlanRequest& request) {
   activation_budget(s, *request.budget);
   const auto start = Clock::now();
   LmaxReport out;
+  // The shape the runners plan for L: its bucket (plan/step_planner.h), up to 1/16 longer. An L
+  // whose bucket does not fit would be refused by the runner, so it is not an L_max.
   auto fits = [&](int64_t L) {
     ++out.steps_tried;
-    return search(s, StepShape{{L}, {L - L / 2}}, *request.budget).fits;
+    const int64_t tokens = bucket_rows(L), candidates = std::min(bucket_rows(L - L / 2), tokens);
+    return search(s, StepShape{{tokens}, {candidates}}, *request.budget).fits;
   };
   // Doubling to bracket L_max, then bisection over multiples of 1024.
   constexpr int64_t kStep = 1024;

@@ -11,6 +11,7 @@
 
 #include "model/config_json.h"
 #include "model/test_model.h"
+#include "plan/step_planner.h"
 
 namespace mosaic {
 namespace {
@@ -139,8 +140,9 @@ TEST(PlanStep, ImpossibleBudgetSaysWhatIsNeeded) {
   EXPECT_THAT(error_of(request), HasSubstr("the weights (14.930 GiB) and workspace (64.00 MiB) alone exceed"));
 }
 
-// L_max is the largest multiple of 1024 that fits: it does, and 1024 more does not. A small
-// Dream-architecture config keeps the search quick.
+// L_max is the largest multiple of 1024 that fits as the runners plan it, by its shape bucket
+// (plan/step_planner.h): it is its own bucket and fits, and the bucket of 1024 more does not. A
+// small Dream-architecture config keeps the search quick.
 TEST(FindLmax, IsTheLargestLengthThatFits) {
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() / ("mosaic_lmax_test_" + std::to_string(::getpid()));
@@ -153,14 +155,16 @@ TEST(FindLmax, IsTheLargestLengthThatFits) {
   const LmaxReport lmax = find_lmax(request);
   ASSERT_GT(lmax.l_max, 0);
   EXPECT_EQ(lmax.l_max % 1024, 0);
+  EXPECT_EQ(bucket_rows(lmax.l_max), lmax.l_max);
   EXPECT_LE(lmax.at_l_max.total_bytes(), *request.budget);
   PlanRequest beyond = request;
-  beyond.lengths = {lmax.l_max + 1024};
-  beyond.candidates = {(lmax.l_max + 1024) / 2};
+  const int64_t next = bucket_rows(lmax.l_max + 1024);
+  beyond.lengths = {next};
+  beyond.candidates = {std::min(bucket_rows(next - next / 2), next)};
   // Either the floor exceeds the budget, or (this config, just past L_max) the floor fits but no
   // chunking packs the tensors into the pages left: the error says which.
   EXPECT_THAT(error_of(beyond),
-              AllOf(HasSubstr(fmt::format("at L = {} tokens the step", lmax.l_max + 1024)),
+              AllOf(HasSubstr(fmt::format("at L = {} tokens the step", next)),
                     AnyOf(HasSubstr("needs at least"), HasSubstr("no chunking found packs its tensors"))));
   // Temperature changes no tensor: the same L_max.
   request.temperature = 1.0;
