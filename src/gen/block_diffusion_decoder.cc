@@ -142,27 +142,14 @@ void BlockDiffusionDecoder::commit_from_device(std::span<const CommittedRow> row
   MOSAIC_ASSERT(!next_.candidates.empty() && rows.size() == next_.candidates.size(),
                 "a device commit has one row per candidate");
   after_forward();
-  std::vector<size_t> chosen;
-  std::vector<int32_t> tokens;
-  std::vector<double> confidences;
-  for (size_t i = 0; i < rows.size(); ++i) {
-    if (rows[i].committed) chosen.push_back(i);
-    tokens.push_back(rows[i].token);
-    confidences.push_back(rows[i].confidence);
-  }
-  unmask(std::move(chosen), tokens, confidences);
+  DeviceCommits commits = device_commits(rows);
+  unmask(std::move(commits.chosen), commits.tokens, commits.confidences);
   advance();
 }
 
 void BlockDiffusionDecoder::unmask(std::vector<size_t> chosen, std::span<const int32_t> tokens,
                                    std::span<const double> confidences) {
-  const std::vector<int32_t>& candidates = next_.candidates;
-  std::sort(chosen.begin(), chosen.end(), [&](size_t a, size_t b) { return candidates[a] < candidates[b]; });
-  for (const size_t i : chosen) {
-    canvas_[static_cast<size_t>(candidates[i])] = tokens[i];
-    committed_.push_back(candidates[i]);
-    committed_confidence_.push_back(static_cast<float>(confidences[i]));
-  }
+  write_commits(std::move(chosen), next_.candidates, tokens, confidences, canvas_, committed_, committed_confidence_);
 }
 
 bool BlockDiffusionDecoder::block_over() {

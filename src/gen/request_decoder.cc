@@ -1,5 +1,6 @@
 #include "gen/request_decoder.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "gen/block_diffusion_decoder.h"
@@ -14,6 +15,27 @@ std::unique_ptr<RequestDecoder> make_request_decoder(const ModelConfig& config, 
   if (config.family == Family::llada2)
     return std::make_unique<BlockDiffusionDecoder>(config, std::move(prompt), std::move(options));
   return std::make_unique<SequenceDecoder>(config, std::move(prompt), std::move(options), std::move(suffix));
+}
+
+DeviceCommits device_commits(std::span<const CommittedRow> rows) {
+  DeviceCommits out;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i].committed) out.chosen.push_back(i);
+    out.tokens.push_back(rows[i].token);
+    out.confidences.push_back(rows[i].confidence);
+  }
+  return out;
+}
+
+void write_commits(std::vector<size_t> chosen, std::span<const int32_t> candidates, std::span<const int32_t> tokens,
+                   std::span<const double> confidences, std::vector<int32_t>& canvas, std::vector<int32_t>& committed,
+                   std::vector<float>& committed_confidence) {
+  std::sort(chosen.begin(), chosen.end(), [&](size_t a, size_t b) { return candidates[a] < candidates[b]; });
+  for (const size_t i : chosen) {
+    canvas[static_cast<size_t>(candidates[i])] = tokens[i];
+    committed.push_back(candidates[i]);
+    committed_confidence.push_back(static_cast<float>(confidences[i]));
+  }
 }
 
 TokenLogprob token_logprob_from_stats(const float* stats, const HeadRowSampling& how, int32_t position,

@@ -74,6 +74,21 @@ class RequestDecoder {
 std::unique_ptr<RequestDecoder> make_request_decoder(const ModelConfig& config, std::vector<int32_t> prompt,
                                                      GenerationOptions options, std::vector<int32_t> suffix = {});
 
+// A device commit's outcome (RequestDecoder::commit_from_device) in the host's terms: the indices
+// of the committed rows, and every row's token and confidence.
+struct DeviceCommits {
+  std::vector<size_t> chosen;
+  std::vector<int32_t> tokens;
+  std::vector<double> confidences;
+};
+DeviceCommits device_commits(std::span<const CommittedRow> rows);
+
+// Writes the chosen candidates' tokens into `canvas` and reports them in position order: their
+// positions into `committed`, their confidences into `committed_confidence` (both appended).
+void write_commits(std::vector<size_t> chosen, std::span<const int32_t> candidates, std::span<const int32_t> tokens,
+                   std::span<const double> confidences, std::vector<int32_t>& canvas, std::vector<int32_t>& committed,
+                   std::vector<float>& committed_confidence);
+
 // A committed token's log-probabilities from its row's head statistics (TokenLogprob);
 // `position` is the canvas position, reported relative to `prompt_length`.
 TokenLogprob token_logprob_from_stats(const float* stats, const HeadRowSampling& how, int32_t position,
