@@ -40,6 +40,7 @@ ModelConfig small_config(Family family) {
   ModelConfig c = test_model_preset(family, "tiny");
   c.hidden = 32, c.layers = 2, c.heads = 4, c.kv_heads = 2, c.head_dim = 8, c.ffn = 48;
   c.vocab = 64, c.mask_token_id = 60, c.eos_token_id = 61, c.pad_token_id = 61;
+  if (family == Family::llada2) c.rotary_dim = 4, c.expert_ffn = 16, c.shared_expert_ffn = 16;
   return c;
 }
 
@@ -175,6 +176,38 @@ TEST_F(LoraAdapterTest, AdaptsEveryDreamProjection) {
   const auto model = Model::load(base_, adapter_);
   EXPECT_EQ(model->adapted_projections(), 14u);
   EXPECT_EQ(model->weights().layers[1].k.shape, (std::vector<int64_t>{16, 32}));
+}
+
+// LLaDA 2.x: an adapter on the fused QKV merges into it, and the q, k and v views are its rows.
+TEST_F(LoraAdapterTest, AdaptsLlada2sFusedQkvAndItsOutputProjection) {
+  write_base(Family::llada2);
+  write_config(config(2, {"query_key_value", "dense"}));
+  const int64_t fused = 32 + 2 * 16;  // 4 query heads and 2 kv heads of 8
+  std::map<std::string, Matrix> t;
+  for (int layer = 0; layer < 2; ++layer) {
+    const std::string m = "base_model.model.model.layers." + std::to_string(layer) + ".attention.";
+    t[m + "query_key_value.lora_A.weight"] = ramp(2, 32, 0.01f);
+    t[m + "query_key_value.lora_B.weight"] = ramp(fused, 2, 0.02f);
+    t[m + "dense.lora_A.weight"] = ramp(2, 32, 0.01f);
+    t[m + "dense.lora_B.weight"] = ramp(32, 2, 0.02f);
+  }
+  write_tensors(t);
+  const auto plain = Model::load(base_);
+  const auto adapted = Model::load(base_, adapter_);
+  EXPECT_EQ(adapted->adapted_projections(), 4u);
+  const LayerWeights& layer = adapted->weights().layers[1];
+  ASSERT_EQ(layer.k.dtype, DType::f32);
+  EXPECT_EQ(layer.k.data, static_cast<const float*>(layer.qkv.data) + 32 * 32);  // the key rows of the merge
+  const Matrix a = ramp(2, 32, 0.01f), b = ramp(fused, 2, 0.02f);
+  const auto* base = static_cast<const uint16_t*>(plain->weights().layers[1].qkv.data);
+  const auto* k = static_cast<const float*>(layer.k.data);
+  for (int64_t j = 0; j < 16; ++j)
+    for (int64_t i = 0; i < 32; ++i) {
+      const int64_t row = 32 + j;  // the fused tensor's row of key row j
+      double delta = 0;
+      for (int64_t r = 0; r < 2; ++r) delta += double(b.values[row * 2 + r]) * a.values[r * 32 + i];
+      EXPECT_NEAR(k[j * 32 + i], bf16_to_f32(base[row * 32 + i]) + 2.0 * delta, 1e-6) << j << "," << i;
+    }
 }
 
 TEST_F(LoraAdapterTest, RefusesDamagedOrMismatchedAdapters) {

@@ -15,9 +15,11 @@
 namespace mosaic {
 namespace {
 
-// Roles LoRA may change: the decoder's linear projections and an untied LM head.
+// Roles LoRA may change: the decoder's linear projections (LLaDA 2.x's fused QKV as one) and an
+// untied LM head.
 bool is_projection(WeightRole role) {
   switch (role) {
+    case WeightRole::qkv:
     case WeightRole::q: case WeightRole::k: case WeightRole::v: case WeightRole::o:
     case WeightRole::gate: case WeightRole::up: case WeightRole::down: case WeightRole::lm_head:
       return true;
