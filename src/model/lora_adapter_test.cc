@@ -210,6 +210,35 @@ TEST_F(LoraAdapterTest, AdaptsLlada2sFusedQkvAndItsOutputProjection) {
     }
 }
 
+// A mixture of experts: an adapter on one expert's projection merges into that expert alone.
+TEST_F(LoraAdapterTest, AdaptsOneExpertOfEachLayer) {
+  write_base(Family::llada_moe);
+  write_config(config(2, {"mlp.experts.3.up_proj"}));
+  const ModelConfig mc = small_config(Family::llada_moe);
+  std::map<std::string, Matrix> t;
+  for (int layer = 0; layer < 2; ++layer) {
+    const std::string m = "base_model.model.model.layers." + std::to_string(layer) + ".mlp.experts.3.up_proj";
+    t[m + ".lora_A.weight"] = ramp(2, 32, 0.01f);
+    t[m + ".lora_B.weight"] = ramp(mc.expert_ffn, 2, 0.02f);
+  }
+  write_tensors(t);
+  const auto plain = Model::load(base_);
+  const auto adapted = Model::load(base_, adapter_);
+  EXPECT_EQ(adapted->adapted_projections(), 2u);
+  const WeightView& up = expert_weight_of(adapted->weights(), 1, WeightRole::expert_up, 3);
+  ASSERT_EQ(up.dtype, DType::f32);
+  EXPECT_EQ(expert_weight_of(adapted->weights(), 1, WeightRole::expert_up, 2).dtype, DType::bf16);  // another expert
+  const Matrix a = ramp(2, 32, 0.01f), b = ramp(mc.expert_ffn, 2, 0.02f);
+  const auto* base = static_cast<const uint16_t*>(expert_weight_of(plain->weights(), 1, WeightRole::expert_up, 3).data);
+  const auto* merged = static_cast<const float*>(up.data);
+  for (int64_t o = 0; o < mc.expert_ffn; ++o)
+    for (int64_t i = 0; i < 32; ++i) {
+      double delta = 0;
+      for (int64_t r = 0; r < 2; ++r) delta += double(b.values[o * 2 + r]) * a.values[r * 32 + i];
+      EXPECT_NEAR(merged[o * 32 + i], bf16_to_f32(base[o * 32 + i]) + 2.0 * delta, 1e-6) << o << "," << i;
+    }
+}
+
 TEST_F(LoraAdapterTest, RefusesDamagedOrMismatchedAdapters) {
   write_base(Family::llada);
   write_config(config(4, {"q_proj", "attn_out"}));

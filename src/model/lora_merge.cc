@@ -15,11 +15,12 @@
 namespace mosaic {
 namespace {
 
-// Roles LoRA may change: the decoder's linear projections (LLaDA 2.x's fused QKV as one) and an
-// untied LM head.
+// Roles LoRA may change: the decoder's linear projections (LLaDA 2.x's fused QKV as one, each
+// expert's own), and an untied LM head.
 bool is_projection(WeightRole role) {
   switch (role) {
     case WeightRole::qkv:
+    case WeightRole::expert_gate: case WeightRole::expert_up: case WeightRole::expert_down:
     case WeightRole::q: case WeightRole::k: case WeightRole::v: case WeightRole::o:
     case WeightRole::gate: case WeightRole::up: case WeightRole::down: case WeightRole::lm_head:
       return true;
