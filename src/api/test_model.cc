@@ -72,7 +72,6 @@ void make_test_model(const TestModelRequest& request) {
   if (config.heads <= 0 || config.hidden <= 0 || config.hidden % config.heads != 0)
     fail("--hidden {} must be a positive multiple of --heads {}", config.hidden, config.heads);
   config.head_dim = config.hidden / config.heads;
-  if (family == Family::llada2) config.rotary_dim = config.head_dim / 2;  // partial_rotary_factor 0.5
 
   const auto dtype = dtype_from_user(request.dtype);
   if (!dtype || !dtype_is_weight_float(*dtype))

@@ -26,7 +26,6 @@ class PlannedExecution : public ::testing::TestWithParam<Family> {
       config.hidden = 128, config.heads = family == Family::dream ? 4 : 2;
       config.kv_heads = family == Family::dream ? 2 : 2, config.head_dim = config.hidden / config.heads;
       config.ffn = 192, config.vocab = 1024 + 37;
-      if (family == Family::llada2) config.rotary_dim = config.head_dim / 2;
       const fs::path dir = fs::temp_directory_path() /
                            ("mosaic_exec_test_" + std::to_string(::getpid()) + std::string(family_name(family)));
       write_test_model(config, {.dtype = DType::bf16, .seed = 11, .progress = {}}, dir);

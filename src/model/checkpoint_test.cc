@@ -27,7 +27,6 @@ ModelConfig small_config(Family family) {
   ModelConfig c = test_model_preset(family, "tiny");
   c.hidden = 64, c.layers = 2, c.heads = 4, c.kv_heads = 2, c.head_dim = 16, c.ffn = 96;
   c.vocab = 128, c.mask_token_id = 120, c.eos_token_id = 121, c.pad_token_id = 121;
-  if (family == Family::llada2) c.rotary_dim = 8;
   return c;
 }
 

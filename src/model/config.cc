@@ -322,14 +322,14 @@ ModelConfig parse_llada2(const json& root, std::string_view source, std::string 
   config.max_position = fields.integer_or("max_position_embeddings", 0, 0, int64_t{1} << 40);
   config.torch_dtype = fields.string_or("torch_dtype", fields.string_or("dtype", ""));
 
-  const double factor = fields.number_or("partial_rotary_factor", 1.0, 0.0, 1.0);
-  config.rotary_dim = static_cast<int64_t>(static_cast<double>(config.head_dim) * factor);
-  if (fields.has("rotary_dim") && fields.integer("rotary_dim", 1, config.head_dim) != config.rotary_dim)
+  config.partial_rotary = fields.number_or("partial_rotary_factor", 1.0, 0.0, 1.0);
+  const double factor = config.partial_rotary;
+  if (fields.has("rotary_dim") && fields.integer("rotary_dim", 1, config.head_dim) != config.rotary())
     fail("{}: field 'rotary_dim' disagrees with partial_rotary_factor {} x head_dim {} = {}", source, factor,
-         config.head_dim, config.rotary_dim);
-  if (config.rotary_dim < 2 || config.rotary_dim % 2 != 0)
+         config.head_dim, config.rotary());
+  if (config.rotary() < 2 || config.rotary() % 2 != 0)
     fail("{}: partial_rotary_factor {} x head_dim {} gives {} rotary dimensions; RoPE needs an even number "
-         "of at least 2", source, factor, config.head_dim, config.rotary_dim);
+         "of at least 2", source, factor, config.head_dim, config.rotary());
 
   fields.require("hidden_act", "silu", "the FFNs are SiLU-gated");
   fields.require("use_qkv_bias", false, "the fused QKV projection carries no bias");

@@ -66,15 +66,15 @@ struct ModelConfig {
   // on the same normalised input.
   int64_t dense_layers = 0;
   int64_t shared_expert_ffn = 0;
-  // Partial rotary embeddings: RoPE turns the first rotary_dim of each head's head_dim values
-  // (half-split inside them), the rest pass through. 0 means head_dim.
-  int64_t rotary_dim = 0;
+  // Partial rotary embeddings: RoPE turns the first rotary() = head_dim x partial_rotary of each
+  // head's values (half-split inside them), the rest pass through (LLaDA 2.x: 0.5).
+  double partial_rotary = 1.0;
 
   int64_t q_dim() const { return heads * head_dim; }
   int64_t kv_dim() const { return kv_heads * head_dim; }
   // Whether decoder layer `layer`'s FFN is the mixture of experts (else the dense SwiGLU).
   bool moe_layer(int64_t layer) const { return experts > 0 && layer >= dense_layers; }
-  int64_t rotary() const { return rotary_dim > 0 ? rotary_dim : head_dim; }
+  int64_t rotary() const { return static_cast<int64_t>(static_cast<double>(head_dim) * partial_rotary); }
   // Dream predicts position p from hidden row p - 1 (it was adapted from an AR model).
   bool shifted_logits() const { return family == Family::dream; }
 };

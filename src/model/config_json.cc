@@ -174,7 +174,7 @@ ordered_json llada2_json(const ModelConfig& c) {
   j["num_shared_experts"] = c.expert_ffn > 0 ? c.shared_expert_ffn / c.expert_ffn : 0;
   j["output_router_logits"] = false;
   j["pad_token_id"] = c.pad_token_id;
-  j["partial_rotary_factor"] = static_cast<double>(c.rotary()) / static_cast<double>(c.head_dim);
+  j["partial_rotary_factor"] = c.partial_rotary;
   j["rms_norm_eps"] = c.rms_eps;
   j["rope_scaling"] = nullptr;
   j["rope_theta"] = c.rope_theta;

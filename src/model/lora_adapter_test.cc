@@ -40,7 +40,7 @@ ModelConfig small_config(Family family) {
   ModelConfig c = test_model_preset(family, "tiny");
   c.hidden = 32, c.layers = 2, c.heads = 4, c.kv_heads = 2, c.head_dim = 8, c.ffn = 48;
   c.vocab = 64, c.mask_token_id = 60, c.eos_token_id = 61, c.pad_token_id = 61;
-  if (family == Family::llada2) c.rotary_dim = 4, c.expert_ffn = 16, c.shared_expert_ffn = 16;
+  if (family == Family::llada2) c.expert_ffn = 16, c.shared_expert_ffn = 16;
   return c;
 }
 

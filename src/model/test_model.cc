@@ -169,9 +169,7 @@ ModelConfig test_model_preset(Family family, std::string_view preset) {
       fail("unknown preset '{}' for family llada2 (expected tiny, llada2-mini or llada2-flash)", preset);
     }
     c.shared_expert_ffn = c.expert_ffn;  // one shared expert
-    c.head_dim = c.hidden / c.heads;
-    c.rotary_dim = c.head_dim / 2;       // partial_rotary_factor 0.5
-    return c;
+    c.partial_rotary = 0.5;
   } else {
     fail("make-test-model supports the llada, dream, llada-moe and llada2 families");
   }

@@ -74,7 +74,6 @@ class CudaStep : public ::testing::TestWithParam<TinyModel> {
     if (GetParam().head_dim != 0) {
       config.head_dim = GetParam().head_dim;
       config.hidden = config.heads * config.head_dim;
-      if (config.rotary_dim > 0) config.rotary_dim = config.head_dim / 2;  // LLaDA 2.x's partial RoPE
     }
     if (GetParam().every_expert) {
       config.experts = config.experts_per_token = 4;
