@@ -4,16 +4,10 @@
 
 #include "core/error.h"
 #include "gen/confidence.h"
+#include "gen/dream_schedule.h"
 #include "gen/position_select.h"
 
 namespace mosaic {
-
-std::vector<int64_t> even_transfer_schedule(int64_t block, int64_t steps) {
-  MOSAIC_ASSERT(block >= 1 && steps >= 1, "a schedule of {} tokens over {} steps", block, steps);
-  std::vector<int64_t> schedule(static_cast<size_t>(steps), block / steps);
-  for (int64_t i = 0; i < block % steps; ++i) ++schedule[static_cast<size_t>(i)];
-  return schedule;
-}
 
 BlockDiffusionDecoder::BlockDiffusionDecoder(const ModelConfig& config, std::vector<int32_t> prompt,
                                              GenerationOptions options)
@@ -30,12 +24,19 @@ BlockDiffusionDecoder::BlockDiffusionDecoder(const ModelConfig& config, std::vec
   blocks_ = decoding_blocks(layout_);
   // The reference caps the steps per block at gen_length // minimal_topk (minimal_topk = 1).
   steps_per_block_ = std::min(options_.steps, options_.gen_length);
-  schedule_ = even_transfer_schedule(B, steps_per_block_);
-  final_until_ = 0;
+}
+
+int64_t BlockDiffusionDecoder::quota() const {
+  if (options_.editing) return options_.editing->num_to_transfer;
+  return llada_quota(options_.block_length, steps_per_block_, step_in_block_);
 }
 
 int64_t BlockDiffusionDecoder::masked() const {
   return std::count(canvas_.begin() + prompt_length_, canvas_.begin() + generation_end_, mask_);
+}
+
+bool BlockDiffusionDecoder::block_has_masks() const {
+  return std::find(canvas_.begin() + block().begin, canvas_.begin() + block().end, mask_) != canvas_.begin() + block().end;
 }
 
 std::vector<int32_t> BlockDiffusionDecoder::masked_in(int64_t begin, int64_t end) const {
@@ -45,16 +46,9 @@ std::vector<int32_t> BlockDiffusionDecoder::masked_in(int64_t begin, int64_t end
   return positions;
 }
 
+// The reference samples from softmax(logits / T) and ranks by that probability.
 HeadRowSampling BlockDiffusionDecoder::sampling_for(int32_t position) const {
-  HeadRowSampling how;
-  how.seed = options_.seed;
-  how.step = static_cast<uint32_t>(step_);
-  how.position = static_cast<uint32_t>(position);
-  // The reference samples from softmax(logits / T) and ranks by that probability.
-  if (options_.temperature > 0) how.choice_inv_temperature = how.stats_scale = 1.0 / options_.temperature;
-  // The mask token is never a choice (an "unmasking" to it would leave the position masked).
-  how.choice_bans[1] = mask_;
-  return how;
+  return tempered_sampling(options_.seed, step_, position, options_.temperature, mask_);
 }
 
 const DecoderStep& BlockDiffusionDecoder::prepare() {
@@ -102,7 +96,7 @@ void BlockDiffusionDecoder::commit(const float* stats) {
       for (const size_t i : chosen)
         logprobs_.push_back(token_logprob_from_stats(stats + i * kHeadStatCount, next_.sampling[i], candidates[i],
                                                      prompt_length_));
-    unmask(std::move(chosen), tokens, confidences);
+    write_commits(std::move(chosen), candidates, tokens, confidences, canvas_, committed_, committed_confidence_);
   }
   advance();
 }
@@ -143,13 +137,9 @@ void BlockDiffusionDecoder::commit_from_device(std::span<const CommittedRow> row
                 "a device commit has one row per candidate");
   after_forward();
   DeviceCommits commits = device_commits(rows);
-  unmask(std::move(commits.chosen), commits.tokens, commits.confidences);
+  write_commits(std::move(commits.chosen), next_.candidates, commits.tokens, commits.confidences, canvas_, committed_,
+                committed_confidence_);
   advance();
-}
-
-void BlockDiffusionDecoder::unmask(std::vector<size_t> chosen, std::span<const int32_t> tokens,
-                                   std::span<const double> confidences) {
-  write_commits(std::move(chosen), next_.candidates, tokens, confidences, canvas_, committed_, committed_confidence_);
 }
 
 bool BlockDiffusionDecoder::block_over() {

@@ -20,9 +20,6 @@
 
 namespace mosaic {
 
-// The reference's schedule: `block` tokens over `steps` steps, the remainder to the first steps.
-std::vector<int64_t> even_transfer_schedule(int64_t block, int64_t steps);
-
 class BlockDiffusionDecoder final : public RequestDecoder {
  public:
   // `options` must have passed validate_generation_options for an LLaDA 2.x config.
@@ -58,17 +55,16 @@ class BlockDiffusionDecoder final : public RequestDecoder {
   const DecodingBlock& block() const { return blocks_[static_cast<size_t>(block_)]; }
   std::vector<int32_t> masked_in(int64_t begin, int64_t end) const;
   HeadRowSampling sampling_for(int32_t position) const;
-  // The block's quota at this step (the schedule's entry; with editing, num_to_transfer).
-  int64_t quota() const {
-    return options_.editing ? options_.editing->num_to_transfer : schedule_[static_cast<size_t>(step_in_block_)];
-  }
+  // The block's quota at this step: the reference splits the block length (not the block's masks)
+  // over the steps, the remainder to the first steps, as LLaDA's schedule splits a block's masks
+  // (llada_quota); with editing, num_to_transfer.
+  int64_t quota() const;
   // Which of the prepared candidates the step commits (mask to token) and edits (token to token),
   // from each candidate's token and confidence.
   std::vector<size_t> choose(std::span<const int32_t> tokens, std::span<const double> confidences);
-  bool block_has_masks() const { return !masked_in(block().begin, block().end).empty(); }
+  bool block_has_masks() const;
   // Whether the block is over after this step (and counts LLaDA 2.1's post steps).
   bool block_over();
-  void unmask(std::vector<size_t> chosen, std::span<const int32_t> tokens, std::span<const double> confidences);
   void after_forward();
   // After a step: to the next block when this one is done or out of steps; the end after the
   // last block or at an EOS in the generated region.
@@ -81,7 +77,6 @@ class BlockDiffusionDecoder final : public RequestDecoder {
   int32_t mask_ = 0;
   BlockLayout layout_;
   std::vector<DecodingBlock> blocks_;
-  std::vector<int64_t> schedule_;
   int64_t block_ = 0, step_in_block_ = 0, steps_per_block_ = 0;
   // Token editing: whether the prepared step's block had masks, whether it edited, post steps.
   bool masked_at_start_ = true, edited_ = false;

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <functional>
 
+#include "gen/dream_schedule.h"
 #include "gen/generation_options.h"
 #include "model/test_model.h"
 
@@ -65,6 +66,13 @@ GenerationOptions options(int64_t gen, int64_t block, int64_t steps, double thre
   GenerationOptions o;
   o.gen_length = gen, o.block_length = block, o.steps = steps, o.threshold = threshold;
   return o;
+}
+
+// The reference's schedule of a block length over the steps, as the decoder takes it (llada_quota).
+std::vector<int64_t> even_transfer_schedule(int64_t block, int64_t steps) {
+  std::vector<int64_t> schedule;
+  for (int64_t i = 0; i < steps; ++i) schedule.push_back(llada_quota(block, steps, i));
+  return schedule;
 }
 
 TEST(EvenTransferSchedule, SplitsTheBlockWithTheRemainderFirst) {

@@ -23,16 +23,9 @@ int64_t D2fDecoder::masked() const {
   return std::count(canvas_.begin() + prompt_length_, canvas_.end(), mask_);
 }
 
+// The reference's sample_tokens, for LLaDA and Dream alike.
 HeadRowSampling D2fDecoder::sampling_for(int32_t position) const {
-  HeadRowSampling how;
-  how.seed = options_.seed;
-  how.step = static_cast<uint32_t>(step_);
-  how.position = static_cast<uint32_t>(position);
-  // The reference's sample_tokens: softmax(l / T), a token drawn from it (the argmax at T = 0),
-  // its probability the confidence, for LLaDA and Dream alike.
-  if (options_.temperature > 0) how.choice_inv_temperature = how.stats_scale = 1.0 / options_.temperature;
-  how.choice_bans[1] = mask_;  // never "unmask" to the mask token
-  return how;
+  return tempered_sampling(options_.seed, step_, position, options_.temperature, mask_);
 }
 
 int64_t D2fDecoder::decoded_prefix_end() const {

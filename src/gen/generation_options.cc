@@ -154,6 +154,27 @@ void check_common(const ModelConfig& config, GenerationOptions& o) {
   if (o.eot_id >= config.vocab) fail_option("eot_id", "eot id {} is outside the vocabulary of {} tokens", o.eot_id, config.vocab);
 }
 
+// What a decoder with its own rule over block-causal blocks (D2F, LLaDA 2.x's block diffusion)
+// refuses of the block loops' options, and its cache: the exact block cache (auto) or none.
+void check_own_block_rule(GenerationOptions& o, std::string_view decoder) {
+  if (o.remasking != Remasking::low_confidence)
+    fail_option("remasking", "{} ranks by confidence; remasking=random does not apply", decoder);
+  if (o.cfg_scale != 0)
+    fail_option("cfg_scale", "{} has no classifier-free guidance (cfg_scale must be 0, got {})", decoder, o.cfg_scale);
+  if (o.logits_eos_inf || o.confidence_eos_eot_inf)
+    fail_option("logits_eos_inf", "logits_eos_inf / confidence_eos_eot_inf are LLaDA's block-loop options; {} does not "
+                "use them", decoder);
+  if (o.alg != DreamAlg::origin || o.alg_temp || o.top_p || o.top_k || o.eps != 1e-3)
+    fail_option("alg", "alg, alg_temp, top_p, top_k and eps are Dream's schedule options; {} does not use them", decoder);
+  switch (o.cache) {
+    case CacheMode::automatic: case CacheMode::block: o.cache = CacheMode::block; break;
+    case CacheMode::none: break;
+    default:
+      fail_option("cache", "cache {}: {} decodes with its exact block cache (cache auto) or none; prefix and dual are "
+                  "approximations for full-attention decoding", cache_mode_name(o.cache), decoder);
+  }
+}
+
 // D2F's pipelined blocks (docs/design/d2f-decoding.md): its own rule replaces the block loop's.
 void check_d2f(const ModelConfig& config, GenerationOptions& o) {
   const D2fOptions& d = *o.d2f;
@@ -174,19 +195,7 @@ void check_d2f(const ModelConfig& config, GenerationOptions& o) {
   if (o.threshold || o.factor)
     fail_option(o.threshold ? "threshold" : "factor",
                 "D2F has its own acceptance rule (skip_threshold); threshold and factor do not apply");
-  if (o.remasking != Remasking::low_confidence) fail_option("remasking", "D2F ranks by confidence; remasking=random does not apply");
-  if (o.cfg_scale != 0) fail_option("cfg_scale", "D2F has no classifier-free guidance (cfg_scale must be 0, got {})", o.cfg_scale);
-  if (o.logits_eos_inf || o.confidence_eos_eot_inf)
-    fail_option("logits_eos_inf", "logits_eos_inf / confidence_eos_eot_inf are LLaDA's block-loop options; D2F does not use them");
-  if (o.alg != DreamAlg::origin || o.alg_temp || o.top_p || o.top_k || o.eps != 1e-3)
-    fail_option("alg", "alg, alg_temp, top_p, top_k and eps are Dream's schedule options; D2F does not use them");
-  switch (o.cache) {
-    case CacheMode::automatic: case CacheMode::block: o.cache = CacheMode::block; break;
-    case CacheMode::none: break;
-    default:
-      fail_option("cache", "cache {}: D2F decodes with its exact block cache (cache auto) or none; prefix and dual are "
-                  "approximations for full-attention decoding", cache_mode_name(o.cache));
-  }
+  check_own_block_rule(o, "D2F");
 }
 
 // LLaDA 2.x's block diffusion (gen/block_diffusion_decoder.h): steps per block, a threshold
@@ -199,15 +208,6 @@ void check_block_diffusion(GenerationOptions& o) {
   if (!(*o.threshold >= 0 && *o.threshold <= 1))
     fail_option("threshold", "threshold must be in [0, 1], got {}", *o.threshold);
   if (o.factor) fail_option("factor", "LLaDA 2.x commits by its threshold rule; factor does not apply");
-  if (o.remasking != Remasking::low_confidence)
-    fail_option("remasking", "LLaDA 2.x ranks by confidence; remasking=random does not apply");
-  if (o.cfg_scale != 0)
-    fail_option("cfg_scale", "LLaDA 2.x's decoding has no classifier-free guidance (cfg_scale must be 0, got {})", o.cfg_scale);
-  if (o.logits_eos_inf || o.confidence_eos_eot_inf)
-    fail_option("logits_eos_inf", "logits_eos_inf / confidence_eos_eot_inf are LLaDA-8B's block-loop options; LLaDA 2.x "
-                "does not use them");
-  if (o.alg != DreamAlg::origin || o.alg_temp || o.top_p || o.top_k || o.eps != 1e-3)
-    fail_option("alg", "alg, alg_temp, top_p, top_k and eps are Dream's options; LLaDA 2.x does not use them");
   if (o.editing) {
     const TokenEditing& e = *o.editing;
     if (!(e.editing_threshold >= 0 && e.editing_threshold <= 1))
@@ -220,13 +220,7 @@ void check_block_diffusion(GenerationOptions& o) {
       fail_option("logprobs", "logprobs are reported per committed token; token editing replaces tokens already "
                   "reported, so the two cannot be combined");
   }
-  switch (o.cache) {
-    case CacheMode::automatic: case CacheMode::block: o.cache = CacheMode::block; break;
-    case CacheMode::none: break;
-    default:
-      fail_option("cache", "cache {}: LLaDA 2.x is block-causal and decodes with its exact block cache (cache auto) or "
-                  "none; prefix and dual are approximations for full-attention models", cache_mode_name(o.cache));
-  }
+  check_own_block_rule(o, "LLaDA 2.x");
 }
 
 }  // namespace

@@ -17,6 +17,16 @@ std::unique_ptr<RequestDecoder> make_request_decoder(const ModelConfig& config, 
   return std::make_unique<SequenceDecoder>(config, std::move(prompt), std::move(options), std::move(suffix));
 }
 
+HeadRowSampling tempered_sampling(uint64_t seed, int64_t step, int32_t position, double temperature, int32_t mask) {
+  HeadRowSampling how;
+  how.seed = seed;
+  how.step = static_cast<uint32_t>(step);
+  how.position = static_cast<uint32_t>(position);
+  if (temperature > 0) how.choice_inv_temperature = how.stats_scale = 1.0 / temperature;
+  how.choice_bans[1] = mask;
+  return how;
+}
+
 DeviceCommits device_commits(std::span<const CommittedRow> rows) {
   DeviceCommits out;
   for (size_t i = 0; i < rows.size(); ++i) {

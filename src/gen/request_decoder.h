@@ -74,6 +74,11 @@ class RequestDecoder {
 std::unique_ptr<RequestDecoder> make_request_decoder(const ModelConfig& config, std::vector<int32_t> prompt,
                                                      GenerationOptions options, std::vector<int32_t> suffix = {});
 
+// How a row is sampled by the decoders that follow a reference's sample_tokens (D2F, LLaDA 2.x):
+// a token drawn from softmax(logits / T) (the argmax at T = 0), ranked by its probability there;
+// the mask token is never a choice (an "unmasking" to it would leave the position masked).
+HeadRowSampling tempered_sampling(uint64_t seed, int64_t step, int32_t position, double temperature, int32_t mask);
+
 // A device commit's outcome (RequestDecoder::commit_from_device) in the host's terms: the indices
 // of the committed rows, and every row's token and confidence.
 struct DeviceCommits {
