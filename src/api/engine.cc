@@ -33,13 +33,11 @@ struct Engine::Impl {
 
 namespace {
 
-// The tokenizer's end-of-turn token for the family's chat format, or -1.
-int64_t default_end_of_turn(const std::optional<Tokenizer>& tokenizer, Family family) {
-  if (!tokenizer) return -1;
-  const char* end_of_turn = family == Family::dream       ? "<|im_end|>"
-                            : family == Family::llada_moe || family == Family::llada2 ? "<|role_end|>"
-                                                          : "<|eot_id|>";
-  const auto id = tokenizer->token_id(end_of_turn);
+// The tokenizer's end-of-turn token for the architecture's chat format, or -1.
+int64_t default_end_of_turn(const std::optional<Tokenizer>& tokenizer, const std::string& architecture) {
+  const std::optional<ChatFormat> format = chat_format_for_architecture(architecture);
+  if (!tokenizer || !format) return -1;
+  const auto id = tokenizer->token_id(chat_specials(*format).end_of_turn);
   return id ? *id : -1;
 }
 
@@ -91,7 +89,7 @@ ForwardOutput Engine::forward(std::span<const SequenceInput> batch) const {
   // Block-causal attention needs the block layout, which a forward is given per sequence: a
   // forward over full attention would be silently wrong.
   const ModelConfig& config = impl_->model->config();
-  const std::string model = printable_path(impl_->model->checkpoint().dir());
+  const auto model = [&] { return printable_path(impl_->model->checkpoint().dir()); };  // for errors only
   std::vector<SequenceRows> views;
   views.reserve(batch.size());
   for (size_t s = 0; s < batch.size(); ++s) {
@@ -101,16 +99,16 @@ ForwardOutput Engine::forward(std::span<const SequenceInput> batch) const {
     if (config.block_attention == BlockAttention::none) {
       if (sequence.block_length != 0 || sequence.prompt_length != 0)
         fail("sequence {}: a block length or prompt length was given, but {} attends fully (not block-causally)",
-             s, model);
+             s, model());
     } else {
       if (sequence.block_length <= 0)
         fail("sequence {}: {} attends block-causally (block_attention \"{}\"): give its block length (mosaic "
-             "forward --block-length N)", s, model, block_attention_name(config.block_attention));
+             "forward --block-length N)", s, model(), block_attention_name(config.block_attention));
       if (sequence.prompt_length < 0 || sequence.prompt_length > length)
         fail("sequence {}: prompt length {} is outside its {} positions", s, sequence.prompt_length, length);
       if (config.block_attention == BlockAttention::absolute && sequence.prompt_length != 0)
         fail("sequence {}: {} lays its blocks from position 0 (block_attention \"absolute\"); a prompt length "
-             "does not apply", s, model);
+             "does not apply", s, model());
       view.layout = {config.block_attention, sequence.prompt_length, sequence.block_length, length};
     }
     views.push_back(view);
@@ -153,7 +151,7 @@ std::vector<GenerateResult> Engine::generate(std::span<const GenerateRequest> re
                                              const GenerateCallback& on_step) const {
   const ModelConfig& config = impl_->model->config();
   GenerationOptions resolved = options;
-  if (resolved.eot_id < 0) resolved.eot_id = default_end_of_turn(impl_->tokenizer, config.family);
+  if (resolved.eot_id < 0) resolved.eot_id = default_end_of_turn(impl_->tokenizer, config.architecture);
   std::vector<GenerationRequest> internal;
   std::vector<GenerateResult> results(requests.size());
   for (size_t r = 0; r < requests.size(); ++r) {
@@ -220,7 +218,7 @@ std::vector<int32_t> Engine::answer_ids(std::span<const int32_t> output_ids, con
 
 GenerationOptions Engine::resolve_options(const GenerationOptions& options) const {
   GenerationOptions resolved = options;
-  if (resolved.eot_id < 0) resolved.eot_id = default_end_of_turn(impl_->tokenizer, impl_->model->config().family);
+  if (resolved.eot_id < 0) resolved.eot_id = default_end_of_turn(impl_->tokenizer, impl_->model->config().architecture);
   validate_generation_options(impl_->model->config(), resolved);
   return resolved;
 }

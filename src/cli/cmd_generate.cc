@@ -21,6 +21,7 @@
 #include "cli/progress.h"
 #include "core/error.h"
 #include "mosaic/engine.h"
+#include "tokenizer/chat_template.h"
 
 namespace mosaic::cli {
 namespace {
@@ -56,10 +57,9 @@ std::string read_all(std::istream& in) {
 // instruct model's tokenizer. A tokenizer without them (a base or completion model, such as the
 // built-in one) would spell them out as plain text: dozens of tokens of noise, no chat.
 void check_chat_format(const Engine& engine) {
-  const std::string& family = engine.info().family;
-  const std::string marker = family == "dream"                              ? "<|im_start|>"
-                             : family == "llada-moe" || family == "llada2" ? "<|role_end|>"
-                                                                           : "<|start_header_id|>";
+  const std::optional<ChatFormat> format = chat_format_for_architecture(engine.info().architecture);
+  if (!format) return;  // encoding the chat names the architecture that has none
+  const std::string marker(chat_specials(*format).marker);
   if (engine.has_tokenizer() && engine.encode(marker, false, /*parse_special=*/true).size() != 1)
     fail("--chat: this model's tokenizer has no {} token, so the model has no chat format (it is a completion "
          "model, as the built-in one is): drop --chat and give the text to continue",

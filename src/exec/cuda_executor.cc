@@ -10,6 +10,7 @@
 #include <optional>
 #include <vector>
 
+#include "backend/cpu/elementwise.h"
 #include "backend/cuda/attention.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/elementwise.h"
@@ -215,15 +216,7 @@ CudaExecutor::CudaExecutor(const Model& model, int device) : impl_(std::make_uni
     std::vector<float> biases(w.layers.size() * static_cast<size_t>(experts), 0.0f);
     for (size_t l = 0; l < w.layers.size(); ++l) {
       const WeightView& bias = w.layers[l].router_bias;
-      if (!bias) continue;
-      for (int64_t e = 0; e < experts; ++e) {
-        float& value = biases[l * static_cast<size_t>(experts) + static_cast<size_t>(e)];
-        switch (bias.dtype) {
-          case DType::f32: value = static_cast<const float*>(bias.data)[e]; break;
-          case DType::f16: value = f16_to_f32(static_cast<const uint16_t*>(bias.data)[e]); break;
-          default: value = bf16_to_f32(static_cast<const uint16_t*>(bias.data)[e]); break;
-        }
-      }
+      if (bias) cpu::convert_to_f32(experts, bias.data, bias.dtype, biases.data() + l * static_cast<size_t>(experts));
     }
     impl_->router_biases.fit(biases.size() * sizeof(float));
     MOSAIC_CUDA_CHECK(cudaMemcpy(impl_->router_biases.data, biases.data(), biases.size() * sizeof(float),

@@ -199,15 +199,20 @@ void DecoderBuilder::ffn_block(int32_t l) {
     const int32_t chunk = chunks.ffn == 1 ? -1 : static_cast<int32_t>(f);
     const int32_t n = g.tensor(Role::ffn_norm, Cat::norm, act(), cap, c.hidden, l, chunk);
     norm(l, WeightRole::ffn_norm, n, r.begin, r.rows);
-    const int32_t gate = g.tensor(Role::gate, Cat::ffn, act(), cap, c.ffn, l, chunk);
-    linear(l, WeightRole::gate, {gate, 0}, n, r.rows);
-    const int32_t up = g.tensor(Role::up, Cat::ffn, act(), cap, c.ffn, l, chunk);
-    linear(l, WeightRole::up, {up, 0}, n, r.rows);
-    GraphOp swiglu = make(OpKind::swiglu, l, WeightRole::embedding, {gate, 0}, {}, r.rows);
-    swiglu.b = {up, 0};
-    op(swiglu);
-    linear_into_residual(l, WeightRole::down, gate, r.begin, r.rows);
+    swiglu_into_residual(l, n, r.begin, r.rows, c.ffn, cap, chunk);
   }
+}
+
+void DecoderBuilder::swiglu_into_residual(int32_t l, int32_t n, int64_t row, int64_t rows, int64_t width, int64_t cap,
+                                          int32_t chunk) {
+  const int32_t gate = g.tensor(Role::gate, Cat::ffn, act(), cap, width, l, chunk);
+  linear(l, WeightRole::gate, {gate, 0}, n, rows);
+  const int32_t up = g.tensor(Role::up, Cat::ffn, act(), cap, width, l, chunk);
+  linear(l, WeightRole::up, {up, 0}, n, rows);
+  GraphOp swiglu = make(OpKind::swiglu, l, WeightRole::embedding, {gate, 0}, {}, rows);
+  swiglu.b = {up, 0};
+  op(swiglu);
+  linear_into_residual(l, WeightRole::down, gate, row, rows);
 }
 
 int32_t DecoderBuilder::head() {

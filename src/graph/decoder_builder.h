@@ -81,6 +81,9 @@ struct DecoderBuilder {
   // group (graph/moe_ffn.h), over the current rows in ffn chunks.
   void ffn(int32_t l);
   void ffn_block(int32_t l);
+  // x[row, row + rows) += down(silu(gate(n)) * up(n)) of layer l's gate / up / down weights, width
+  // `width`, over normalised rows n: the dense FFN, or LLaDA 2.x's shared expert in an expert layer.
+  void swiglu_into_residual(int32_t l, int32_t n, int64_t row, int64_t rows, int64_t width, int64_t cap, int32_t chunk);
   int32_t head();
   Graph finish();
 };

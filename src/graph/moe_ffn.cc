@@ -7,24 +7,6 @@ namespace mosaic {
 using Cat = TensorCategory;
 using Role = TensorRole;
 
-namespace {
-
-// LLaDA 2.x's shared expert: a dense SwiGLU of width shared_expert_ffn over the same normalised
-// rows n, added to the residual rows [row, row + rows) (the routed experts' sum follows).
-void shared_expert(DecoderBuilder& b, int32_t l, int32_t n, int64_t row, int64_t rows, int64_t cap, int32_t chunk) {
-  const int64_t width = b.c.shared_expert_ffn;
-  const int32_t gate = b.g.tensor(Role::gate, Cat::ffn, b.act(), cap, width, l, chunk);
-  b.linear(l, WeightRole::gate, {gate, 0}, n, rows);
-  const int32_t up = b.g.tensor(Role::up, Cat::ffn, b.act(), cap, width, l, chunk);
-  b.linear(l, WeightRole::up, {up, 0}, n, rows);
-  GraphOp swiglu = b.make(OpKind::swiglu, l, WeightRole::embedding, {gate, 0}, {}, rows);
-  swiglu.b = {up, 0};
-  b.op(swiglu);
-  b.linear_into_residual(l, WeightRole::down, gate, row, rows);
-}
-
-}  // namespace
-
 void moe_ffn_block(DecoderBuilder& b, int32_t l) {
   const ModelConfig& c = b.c;
   GraphBuilder& g = b.g;
@@ -38,7 +20,8 @@ void moe_ffn_block(DecoderBuilder& b, int32_t l) {
     const int32_t n = g.tensor(Role::ffn_norm, Cat::norm, b.act(), cap, c.hidden, l, chunk);
     b.norm(l, WeightRole::ffn_norm, n, r.begin, r.rows);
 
-    if (c.shared_expert_ffn > 0) shared_expert(b, l, n, r.begin, r.rows, cap, chunk);
+    // LLaDA 2.x's shared expert on the same normalised rows, added first (the routed sum follows).
+    if (c.shared_expert_ffn > 0) b.swiglu_into_residual(l, n, r.begin, r.rows, c.shared_expert_ffn, cap, chunk);
 
     // LLaDA-MoE's router logits are a bf16 product like any projection; LLaDA 2.x's are fp32.
     const bool grouped = c.router == RouterKind::sigmoid_grouped;

@@ -56,6 +56,17 @@ void dream_specs(const ModelConfig& c, std::vector<WeightSpec>& out) {
     out.push_back({"lm_head.weight", {c.vocab, c.hidden}, WeightRole::lm_head});
 }
 
+// Layer i's experts under its prefix p ("model.layers.{i}."), as LLaDA-MoE and LLaDA 2.x name
+// them: mlp.experts.{e}.gate_proj / up_proj / down_proj.
+void expert_specs(const ModelConfig& c, const std::string& p, int64_t i, std::vector<WeightSpec>& out) {
+  for (int64_t e = 0; e < c.experts; ++e) {
+    const std::string x = fmt::format("{}mlp.experts.{}.", p, e);
+    out.push_back({x + "gate_proj.weight", {c.expert_ffn, c.hidden}, WeightRole::expert_gate, i, e});
+    out.push_back({x + "up_proj.weight", {c.expert_ffn, c.hidden}, WeightRole::expert_up, i, e});
+    out.push_back({x + "down_proj.weight", {c.hidden, c.expert_ffn}, WeightRole::expert_down, i, e});
+  }
+}
+
 // LLaDA-MoE-7B-A1B (Qwen2-MoE / OLMoE naming, moe-models.md 1.3): per-head q/k norms, a router
 // and `experts` SwiGLU experts per layer, no biases.
 void llada_moe_specs(const ModelConfig& c, std::vector<WeightSpec>& out) {
@@ -71,12 +82,7 @@ void llada_moe_specs(const ModelConfig& c, std::vector<WeightSpec>& out) {
     out.push_back({p + "self_attn.k_norm.weight", {c.head_dim}, WeightRole::k_norm, i});
     out.push_back({p + "post_attention_layernorm.weight", {c.hidden}, WeightRole::ffn_norm, i});
     out.push_back({p + "mlp.gate.weight", {c.experts, c.hidden}, WeightRole::router, i});
-    for (int64_t e = 0; e < c.experts; ++e) {
-      const std::string x = fmt::format("{}mlp.experts.{}.", p, e);
-      out.push_back({x + "gate_proj.weight", {c.expert_ffn, c.hidden}, WeightRole::expert_gate, i, e});
-      out.push_back({x + "up_proj.weight", {c.expert_ffn, c.hidden}, WeightRole::expert_up, i, e});
-      out.push_back({x + "down_proj.weight", {c.hidden, c.expert_ffn}, WeightRole::expert_down, i, e});
-    }
+    expert_specs(c, p, i, out);
   }
   out.push_back({"model.norm.weight", {c.hidden}, WeightRole::final_norm});
   if (!c.tied_embeddings)
@@ -104,12 +110,7 @@ void llada2_specs(const ModelConfig& c, std::vector<WeightSpec>& out) {
     }
     out.push_back({p + "mlp.gate.weight", {c.experts, c.hidden}, WeightRole::router, i});
     out.push_back({p + "mlp.gate.expert_bias", {c.experts}, WeightRole::router_bias, i});
-    for (int64_t e = 0; e < c.experts; ++e) {
-      const std::string x = fmt::format("{}mlp.experts.{}.", p, e);
-      out.push_back({x + "gate_proj.weight", {c.expert_ffn, c.hidden}, WeightRole::expert_gate, i, e});
-      out.push_back({x + "up_proj.weight", {c.expert_ffn, c.hidden}, WeightRole::expert_up, i, e});
-      out.push_back({x + "down_proj.weight", {c.hidden, c.expert_ffn}, WeightRole::expert_down, i, e});
-    }
+    expert_specs(c, p, i, out);
     if (c.shared_expert_ffn > 0) {
       out.push_back({p + "mlp.shared_experts.gate_proj.weight", {c.shared_expert_ffn, c.hidden}, WeightRole::gate, i});
       out.push_back({p + "mlp.shared_experts.up_proj.weight", {c.shared_expert_ffn, c.hidden}, WeightRole::up, i});

@@ -90,6 +90,16 @@ std::vector<ChatPart> render_chat_parts(ChatFormat format, std::span<const ChatM
   MOSAIC_ASSERT(false, "unknown chat format {}", static_cast<int>(format));
 }
 
+ChatSpecials chat_specials(ChatFormat format) {
+  switch (format) {
+    case ChatFormat::llada: return {"<|start_header_id|>", "<|eot_id|>"};
+    case ChatFormat::dream: return {"<|im_start|>", "<|im_end|>"};
+    case ChatFormat::llada_moe: return {"<|role_end|>", "<|role_end|>"};
+  }
+  MOSAIC_ASSERT(false, "unknown chat format {}", static_cast<int>(format));
+  std::abort();
+}
+
 std::string render_chat(ChatFormat format, std::span<const ChatMessage> messages,
                         bool add_generation_prompt) {
   std::string text;

@@ -46,8 +46,15 @@ std::vector<ChatPart> render_chat_parts(ChatFormat format, std::span<const ChatM
 std::string render_chat(ChatFormat format, std::span<const ChatMessage> messages,
                         bool add_generation_prompt);
 
+// The special tokens a format's markup is built on: `marker`, one that every rendering holds (a
+// tokenizer without it as a single token has no such chat format), and the end of a turn.
+struct ChatSpecials {
+  std::string_view marker, end_of_turn;
+};
+ChatSpecials chat_specials(ChatFormat format);
+
 // The format for a config.json "architectures" entry (LLaDAModelLM, DreamModel,
-// LLaDAMoEModelLM), or nullopt.
+// LLaDAMoEModelLM, LLaDA2MoeModelLM), or nullopt.
 std::optional<ChatFormat> chat_format_for_architecture(std::string_view architecture);
 
 }  // namespace mosaic
