@@ -323,13 +323,13 @@ ModelConfig parse_llada2(const json& root, std::string_view source, std::string 
   config.torch_dtype = fields.string_or("torch_dtype", fields.string_or("dtype", ""));
 
   config.partial_rotary = fields.number_or("partial_rotary_factor", 1.0, 0.0, 1.0);
-  const double factor = config.partial_rotary;
-  if (fields.has("rotary_dim") && fields.integer("rotary_dim", 1, config.head_dim) != config.rotary())
-    fail("{}: field 'rotary_dim' disagrees with partial_rotary_factor {} x head_dim {} = {}", source, factor,
-         config.head_dim, config.rotary());
-  if (config.rotary() < 2 || config.rotary() % 2 != 0)
+  const int64_t rotary = config.rotary();
+  if (fields.has("rotary_dim") && fields.integer("rotary_dim", 1, config.head_dim) != rotary)
+    fail("{}: field 'rotary_dim' disagrees with partial_rotary_factor {} x head_dim {} = {}", source,
+         config.partial_rotary, config.head_dim, rotary);
+  if (rotary < 2 || rotary % 2 != 0)
     fail("{}: partial_rotary_factor {} x head_dim {} gives {} rotary dimensions; RoPE needs an even number "
-         "of at least 2", source, factor, config.head_dim, config.rotary());
+         "of at least 2", source, config.partial_rotary, config.head_dim, rotary);
 
   fields.require("hidden_act", "silu", "the FFNs are SiLU-gated");
   fields.require("use_qkv_bias", false, "the fused QKV projection carries no bias");

@@ -97,7 +97,6 @@ ChatSpecials chat_specials(ChatFormat format) {
     case ChatFormat::llada_moe: return {"<|role_end|>", "<|role_end|>"};
   }
   MOSAIC_ASSERT(false, "unknown chat format {}", static_cast<int>(format));
-  std::abort();
 }
 
 std::string render_chat(ChatFormat format, std::span<const ChatMessage> messages,
