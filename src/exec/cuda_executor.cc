@@ -8,6 +8,7 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "backend/cpu/elementwise.h"
@@ -74,7 +75,7 @@ CudaStepGraphs::Signature launch_signature(const Graph& graph, const Address& ad
   put(reinterpret_cast<intptr_t>(kv_pages)), put(graph.kv_page_rows);
   put(graph.tensors[static_cast<size_t>(graph.output)].rows);
   for (const AttentionSegment& s : graph.segments)
-    put(s.q_begin), put(s.q_count), put(s.kv_begin), put(s.kv_count), put(s.kv_pages);
+    put(s.q_begin), put(s.q_count), put(s.kv_begin), put(s.kv_count), put(s.kv_pages), put(s.key_splits);
   for (const GraphOp& op : graph.ops) {
     put(op.kind), put(op.layer), put(op.weight), put(op.has_bias), put(op.accumulate), put(op.rows);
     put(op.segment_begin), put(op.segment_count);
@@ -370,8 +371,8 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
     x.gemm.run(args, stream);
   };
   // An attention op over `count` segments from device_segments (the op's own, or a part of it).
-  auto run_attention = [&](const GraphOp& op, const AttentionSegment* device_segments, int32_t count,
-                           int64_t max_q_rows, cudaStream_t on) {
+  auto run_attention = [&](const GraphOp& op, const AttentionSegment* device_segments,
+                           std::span<const AttentionSegment> host_segments, cudaStream_t on) {
     cuda::AttentionArgs args;
     args.q = address(op.a), args.q_stride = cols(op.a);
     args.k = address(op.b), args.k_stride = cols(op.b);
@@ -379,7 +380,16 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
     args.out = address(op.out), args.out_stride = cols(op.out);
     args.q_heads = c.heads, args.kv_heads = c.kv_heads, args.head_dim = c.head_dim;
     args.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-    args.segments = device_segments, args.segment_count = count, args.max_q_rows = max_q_rows;
+    args.segments = device_segments, args.segment_count = static_cast<int64_t>(host_segments.size());
+    for (const AttentionSegment& segment : host_segments) {
+      args.max_q_rows = std::max(args.max_q_rows, segment.q_count);
+      if (segment.key_splits > 0) {
+        args.max_split_q_rows = std::max(args.max_split_q_rows, segment.q_count);
+        args.split_part_counts |= uint32_t{1} << segment.key_splits;
+      } else {
+        ++args.unsplit_segments;
+      }
+    }
     if (graph.cached()) args.kv_pages = device_kv_pages, args.page_rows = graph.kv_page_rows;
     cuda::attention(args, on);
   };
@@ -392,9 +402,9 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
     const size_t head = split_at[index];
     const int64_t head_rows = all_segments[head].q_count, tail_rows = all_segments[head + 1].q_count;
     MOSAIC_CUDA_CHECK(cudaEventRecord(x.tail_fork, stream));
-    run_attention(op, segments + head, 1, head_rows, stream);
+    run_attention(op, segments + head, std::span(all_segments).subspan(head, 1), stream);
     MOSAIC_CUDA_CHECK(cudaStreamWaitEvent(x.tail_stream, x.tail_fork));
-    run_attention(op, segments + head + 1, 1, tail_rows, x.tail_stream);
+    run_attention(op, segments + head + 1, std::span(all_segments).subspan(head + 1, 1), x.tail_stream);
     MOSAIC_CUDA_CHECK(cudaEventRecord(x.tail_join, x.tail_stream));
     run_linear(projection, 0, head_rows);
     MOSAIC_CUDA_CHECK(cudaStreamWaitEvent(stream, x.tail_join));
@@ -459,10 +469,10 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
                      c.rope_theta, rope_precision, stream, c.head_dim);
           break;
         case OpKind::attention: {
-          int64_t max_q_rows = 0;
-          for (int32_t s = 0; s < op.segment_count; ++s)
-            max_q_rows = std::max(max_q_rows, graph.segments[op.segment_begin + s].q_count);
-          run_attention(op, segments + op.segment_begin, op.segment_count, max_q_rows, stream);
+          run_attention(op, segments + op.segment_begin,
+                        std::span(graph.segments).subspan(static_cast<size_t>(op.segment_begin),
+                                                          static_cast<size_t>(op.segment_count)),
+                        stream);
           break;
         }
         case OpKind::gather_rows: {

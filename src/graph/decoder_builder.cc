@@ -124,7 +124,8 @@ void DecoderBuilder::attention(int32_t layer, int32_t out, int32_t q, int32_t k,
     const int64_t begin = std::max(row, run.row), end = std::min(row + rows, run.row + run.rows);
     if (begin >= end) continue;
     const size_t s = static_cast<size_t>(run.sequence);
-    segments.push_back({begin - row, end - begin, kv_begin[s], run.key_end, kv_pages[s]});
+    const int64_t splits = attention_key_splits(kv_pages[s] >= 0, shape.lengths[s], run.key_end);
+    segments.push_back({begin - row, end - begin, kv_begin[s], run.key_end, kv_pages[s], splits});
   }
   op.segment_count = static_cast<int32_t>(segments.size());
   op.segment_begin = g.add_segments(segments);

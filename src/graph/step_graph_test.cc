@@ -150,6 +150,46 @@ TEST(StepGraph, LastLayerQueriesAreTheCandidatesAgainstAllTheirSequencesKeys) {
   }
 }
 
+// A cached step's segments are split by their sequence's computed rows and key count
+// (core/attention_segment.h), the same in every chunk and in the last layer's candidate queries;
+// a full step's never are.
+TEST(StepGraph, CachedSegmentsAreSplitByTheirSequencesRowsAndKeys) {
+  const ModelConfig c = test_model_preset(Family::llada, "tiny");
+  StepShape shape{{32, 300}, {8, 20}};
+  shape.page_rows = 128;
+  shape.cached = {{.begin = 16352, .keys = 16384, .pages = std::vector<int32_t>(128, 0)},
+                  {.begin = 0, .keys = 300, .pages = {1, 2, 3}}};
+  for (const ChunkConfig chunks : {ChunkConfig{}, ChunkConfig{.qkv = 2, .attention = 5, .ffn = 3}}) {
+    const Graph g = instantiate_step_graph(c, shape, chunks, {});
+    int attention_ops = 0;
+    for (const GraphOp& op : g.ops) {
+      if (op.kind != OpKind::attention) continue;
+      ++attention_ops;
+      for (int32_t s = 0; s < op.segment_count; ++s) {
+        const AttentionSegment& seg = g.segments[op.segment_begin + s];
+        ASSERT_TRUE(seg.paged());
+        // The first sequence: 32 rows against 16,384 keys, 4 parts; the second computes 300 rows.
+        EXPECT_EQ(seg.key_splits, seg.kv_count == 16384 ? 4 : 0) << "kv_count " << seg.kv_count;
+      }
+    }
+    EXPECT_GT(attention_ops, 0);
+  }
+  const Graph full = instantiate_step_graph(c, StepShape{{32, 300}, {8, 20}}, {}, {});
+  for (const AttentionSegment& seg : full.segments) EXPECT_EQ(seg.key_splits, 0);
+}
+
+TEST(StepGraph, KeySplitsFollowTheKeyCount) {
+  EXPECT_EQ(attention_key_splits(false, 32, 16384), 0);  // keys in the step itself
+  EXPECT_EQ(attention_key_splits(true, kKeySplitMaxSequenceRows + 1, 16384), 0);
+  EXPECT_EQ(attention_key_splits(true, kKeySplitMaxSequenceRows, 16384), 4);
+  EXPECT_EQ(attention_key_splits(true, 32, 4096), 0);  // one sequence's block at 4k: one pass
+  EXPECT_EQ(attention_key_splits(true, 1, 0), 0);
+  EXPECT_EQ(attention_key_splits(true, 1, 2 * kKeysPerSplit - 1), 0);
+  EXPECT_EQ(attention_key_splits(true, 1, 2 * kKeysPerSplit), 2);
+  EXPECT_EQ(attention_key_splits(true, 1, 3 * kKeysPerSplit + 5), 3);
+  EXPECT_EQ(attention_key_splits(true, 1, 1 << 20), kMaxKeySplits);
+}
+
 TEST(StepGraph, ChunkedTensorsStayWithinTheirChunk) {
   const ModelConfig c = tiny_dream();
   const ChunkConfig chunks{.qkv = 3, .attention = 4, .ffn = 5, .head = 2};

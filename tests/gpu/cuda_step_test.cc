@@ -1,7 +1,8 @@
 // On a GPU: the CUDA step equals the CPU fp32 reference on tiny models — candidate logits
 // within bf16 tolerance, every greedy decision of a generation the same as the CPU's except at
 // near-ties, chunked steps bit-identical to unchunked ones. Each test runs on the tiny LLaDA and
-// Dream and on copies of them with other head dims: 80, 96 and 256 (attention's 16-byte tile
+// Dream and on copies of them with other head dims: 128 (the real models'; a cached step's few rows
+// read their keys in parts there), 80, 96 and 256 (attention's 16-byte tile
 // copies), 32 and 72 (its element-wise copies, through the 64- and 80-wide kernels); and on the
 // tiny LLaDA-MoE (per-head q/k norms, 8 experts, 2 per token) and the tiny LLaDA 2.x (fused QKV,
 // partial RoPE, a dense first layer, grouped sigmoid routing, a shared expert; generations by
@@ -17,6 +18,7 @@
 #include <random>
 #include <string_view>
 
+#include "backend/cuda/attention_split_keys.h"
 #include "backend/cuda/gate_up_swiglu.h"
 #include "exec/cuda_step_graphs.h"
 #include "exec/step_runner.h"
@@ -381,12 +383,37 @@ TEST_P(CudaStep, GreedyDecisionsMatchTheCpuAtEveryStep) {
               (long long)same_tokens, (long long)tokens);
 }
 
+// Whether a cached step's few-row sequences read their keys in parts here (split-keys attention:
+// head_dim 128 on a Hopper device), which rounds them otherwise than the full step does.
+bool keys_split_here(const ModelConfig& config) {
+  return config.head_dim == 128 && cuda::split_keys_attention_available();
+}
+
+// Logits of a cached step against the full step's: the same bits, or where keys are split within
+// twice the lock-step tolerance (each of the two is within it of the fp32 CPU).
+void expect_cached_logits(const std::vector<float>& got, const std::vector<float>& want, bool split,
+                          double tolerance) {
+  ASSERT_EQ(got.size(), want.size());
+  if (!split) {
+    EXPECT_EQ(got, want);
+    return;
+  }
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(double{got[i]} - want[i]));
+  EXPECT_LE(worst, 2 * tolerance);
+  EXPECT_NE(got, want) << "split keys round otherwise: the same bits suggest they did not run";
+}
+
 // The cached step on the GPU (docs/design/kv-cache.md): computing every row against the KV cache
 // gives the full step's bits; computing some rows against the cache the same canvases filled gives
-// the full step's bits for them (keys read through the page table, tiles as before).
+// the full step's bits for them (keys read through the page table, tiles as before). Sequences of
+// few rows whose keys are split (docs/design/split-keys-attention.md) are within bf16 tolerance
+// instead, and their bits do not depend on the batch.
 TEST_P(CudaStep, CachedStepsGiveTheFullStepsBits) {
+  const bool split = keys_split_here(model_->config());
+  const double tolerance = step_bounds(GetParam()).logit_tolerance;
   CudaStepRunner gpu(*model_, 0, std::nullopt);
-  StepInput full = random_step({300, 37, 129}, /*keep_logits=*/true, 7);
+  StepInput full = random_step({8300, 37, 8500}, /*keep_logits=*/true, 7);
   const StepOutput expected = gpu.run(full);
   StepInput cached = full;
   const uint64_t spacer = gpu.reserve_cache(200);  // the sequences' pages do not start at 0
@@ -395,9 +422,10 @@ TEST_P(CudaStep, CachedStepsGiveTheFullStepsBits) {
     s.begin = 0, s.end = static_cast<int64_t>(s.ids.size());
   }
   gpu.release_cache(spacer);
-  EXPECT_EQ(gpu.run(cached).values, expected.values);
+  EXPECT_EQ(gpu.run(cached).values, expected.values);  // every sequence computes too many rows to split
   // Rows [begin, end) of each: the candidates there, against the cache of the same canvases.
-  const std::vector<std::pair<int64_t, int64_t>> ranges = {{130, 290}, {10, 20}, {0, 129}};
+  // (The first and the last against >= 8,192 keys: split where the kernel runs.)
+  const std::vector<std::pair<int64_t, int64_t>> ranges = {{130, 290}, {10, 20}, {8300, 8500}};
   std::vector<std::vector<int32_t>> rows(3);
   std::vector<float> want;
   const int64_t vocab = expected.cols;
@@ -414,7 +442,18 @@ TEST_P(CudaStep, CachedStepsGiveTheFullStepsBits) {
     cached.sequences[s].rows = rows[s];
     cached.sequences[s].begin = ranges[s].first, cached.sequences[s].end = ranges[s].second;
   }
-  EXPECT_EQ(gpu.run(cached).values, want);
+  const StepOutput batched = gpu.run(cached);
+  expect_cached_logits(batched.values, want, split, tolerance);
+  // Each sequence's rows alone: the bits they had in the batch.
+  int64_t offset = 0;
+  for (size_t s = 0; s < 3; ++s) {
+    StepInput alone;
+    alone.keep_logits = true;
+    alone.sequences = {cached.sequences[s]};
+    const std::vector<float> values = gpu.run(alone).values;
+    EXPECT_TRUE(std::equal(values.begin(), values.end(), batched.values.begin() + offset)) << "sequence " << s;
+    offset += static_cast<int64_t>(values.size());
+  }
   EXPECT_GT(gpu.cache_stats().pages_used, 0);
   for (const SequenceRows& s : cached.sequences) gpu.release_cache(s.cache_id);
   EXPECT_EQ(gpu.cache_stats().pages_used, 0);
@@ -467,6 +506,7 @@ TEST_P(CudaStep, CachedGenerationsMatchTheCpuAtEveryStep) {
 
 INSTANTIATE_TEST_SUITE_P(Models, CudaStep,
                          ::testing::Values(TinyModel{Family::llada}, TinyModel{Family::dream},
+                                           TinyModel{Family::llada, 128}, TinyModel{Family::dream, 128},
                                            TinyModel{Family::llada, 80}, TinyModel{Family::llada, 96},
                                            TinyModel{Family::llada, 256}, TinyModel{Family::dream, 80},
                                            TinyModel{Family::llada, 32}, TinyModel{Family::llada, 72},

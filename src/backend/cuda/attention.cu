@@ -34,6 +34,8 @@
 
 #include "backend/cuda/attention_epilogue.cuh"
 #include "backend/cuda/attention_kernel_args.cuh"
+#include "backend/cuda/attention_portable_tile.cuh"
+#include "backend/cuda/attention_split_keys.h"
 #include "backend/cuda/attention_sm90.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/ptx.cuh"
@@ -43,6 +45,9 @@ namespace mosaic::cuda {
 namespace {
 
 using namespace ptx;
+using portable::load_tile;
+using portable::tile_offset;
+using portable::TileLayout;
 
 constexpr int kBlockM = 128;  // query rows per CTA
 constexpr int kWarps = kBlockM / 16;
@@ -58,53 +63,6 @@ template <int kHeadDim>
 constexpr int kBlockNFor = kHeadDim == 256 ? 32 : 64;
 template <int kHeadDim>
 constexpr int kMinBlocksFor = kHeadDim == 64 ? 2 : 1;
-
-// ---- shared-memory tiles -------------------------------------------------------------------
-// A tile is [rows][kHeadDim] bf16 in 16-byte chunks, kHeadDim / 8 of them a row. An ldmatrix reads
-// one chunk of 8 consecutive rows, which must fall in 8 different 16-byte bank groups. Rows of a
-// multiple of 8 chunks (64, 128, 256) store chunk c of row r at chunk c ^ (r & 7); other rows
-// (80, 96: 10 and 12 chunks) are padded to an odd number of chunks (11, 13), so that row r's
-// chunk c starts in group (r * odd + c) mod 8, different for 8 consecutive rows.
-template <int kHeadDim>
-struct TileLayout {
-  static_assert(kHeadDim % 16 == 0, "tiles are k16 steps of the mma wide");
-  static constexpr int kChunks = kHeadDim / 8;
-  static constexpr bool kSwizzled = kChunks % 8 == 0;
-  static constexpr int kRowChunks = kSwizzled ? kChunks : (kChunks | 1);
-  static constexpr uint32_t bytes(int rows) { return static_cast<uint32_t>(rows * kRowChunks * 16); }
-  __device__ __forceinline__ static uint32_t offset(int row, int chunk) {
-    if constexpr (kSwizzled) return static_cast<uint32_t>((row * kChunks + (chunk ^ (row & 7))) * 16);
-    return static_cast<uint32_t>((row * kRowChunks + chunk) * 16);
-  }
-};
-template <int kHeadDim>
-__device__ __forceinline__ uint32_t tile_offset(int row, int chunk) {
-  return TileLayout<kHeadDim>::offset(row, chunk);
-}
-
-// Rows [0, valid) of a tile from global memory (row r at base + r * stride elements), rows
-// [valid, kRows) zero-filled. kElements: element by element, columns [head_dim, kHeadDim) zeros
-// too (any head_dim up to kHeadDim, any alignment); else 16 bytes at a time with cp.async.
-template <int kHeadDim, int kRows, bool kElements>
-__device__ __forceinline__ void load_tile(uint32_t tile, const __nv_bfloat16* base, int64_t stride,
-                                          int valid, int head_dim) {
-  if constexpr (kElements) {
-    const auto* elements = reinterpret_cast<const uint16_t*>(base);
-    for (int i = threadIdx.x; i < kRows * kHeadDim; i += kThreads) {
-      const int row = i / kHeadDim, column = i % kHeadDim;
-      const uint16_t value = row < valid && column < head_dim ? elements[row * stride + column] : 0;
-      st_shared_2(tile + tile_offset<kHeadDim>(row, column / 8) + (column % 8) * 2, value);
-    }
-  } else {
-    constexpr int kChunks = kHeadDim / 8;
-    for (int i = threadIdx.x; i < kRows * kChunks; i += kThreads) {
-      const int row = i / kChunks, chunk = i % kChunks;
-      const bool inside = row < valid;
-      const __nv_bfloat16* src = base + (inside ? row * stride + chunk * 8 : 0);
-      cp_async_16(tile + tile_offset<kHeadDim>(row, chunk), src, inside ? 16 : 0);
-    }
-  }
-}
 
 // A warp's rows row0 .. row0 + 15 of a staged tile, columns [0, head_dim), to out element by
 // element; rows at or past q_valid are left out.
@@ -128,14 +86,12 @@ template <int kHeadDim, bool kElements, int kMinBlocks = kMinBlocksFor<kHeadDim>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
     flash_attention_kernel(const KernelArgs args, int64_t segment_offset) {
   constexpr int kBlockN = kBlockNFor<kHeadDim>;
-  constexpr int kKSteps = kHeadDim / 16;    // k16 steps of Q K^T
-  constexpr int kONTiles = kHeadDim / 8;    // n8 tiles of O
-  constexpr int kSNTiles = kBlockN / 8;     // n8 tiles of S
+  using Rows = portable::WarpRows<kHeadDim, kBlockN>;
   constexpr uint32_t kQBytes = TileLayout<kHeadDim>::bytes(kBlockM);
   constexpr uint32_t kKVBytes = TileLayout<kHeadDim>::bytes(kBlockN);
 
   const QueryTile<kBlockM, kBlockN, kHeadDim, kElements> work(args, segment_offset);
-  if (work.past_queries()) return;
+  if (work.past_queries() || work.elsewhere(args)) return;
   const int q_valid = work.q_valid(), kv_tiles = work.kv_tiles();
 
   extern __shared__ __align__(128) unsigned char smem[];
@@ -146,13 +102,13 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   auto load_kv = [&](int t) {
     const int valid = work.key_valid(t);
     const uint32_t stage = (t & 1) * kKVBytes;
-    load_tile<kHeadDim, kBlockN, kElements>(k_tiles + stage, work.k_tile(args, t), args.k_stride, valid,
+    load_tile<kHeadDim, kBlockN, kElements, kThreads>(k_tiles + stage, work.k_tile(args, t), args.k_stride, valid,
                                             args.head_dim);
-    load_tile<kHeadDim, kBlockN, kElements>(v_tiles + stage, work.v_tile(args, t), args.v_stride, valid,
+    load_tile<kHeadDim, kBlockN, kElements, kThreads>(v_tiles + stage, work.v_tile(args, t), args.v_stride, valid,
                                             args.head_dim);
   };
 
-  load_tile<kHeadDim, kBlockM, kElements>(q_tile, work.q(args), args.q_stride, q_valid, args.head_dim);
+  load_tile<kHeadDim, kBlockM, kElements, kThreads>(q_tile, work.q(args), args.q_stride, q_valid, args.head_dim);
   if (kv_tiles > 0) load_kv(0);
   cp_async_commit();
 
@@ -160,9 +116,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   const int quad_row = lane / 4, quad_col = lane % 4;  // mma fragment coordinates
   const bool warp_active = warp * 16 < q_valid;        // rows beyond q_count skip the math
 
-  float o[kONTiles][4] = {};
-  float row_max[2] = {-INFINITY, -INFINITY};  // rows quad_row and quad_row + 8, raw scores
-  float row_sum[2] = {0.0f, 0.0f};            // this lane's share of sum P
+  Rows rows;
 
   for (int t = 0; t < kv_tiles; ++t) {
     if (t + 1 < kv_tiles) {
@@ -175,96 +129,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     __syncthreads();
 
     if (warp_active) {
-      const uint32_t k_tile = k_tiles + (t & 1) * kKVBytes;
-      const uint32_t v_tile = v_tiles + (t & 1) * kKVBytes;
-
-      // 1. S = Q K^T
-      float s[kSNTiles][4] = {};
-#pragma unroll
-      for (int kk = 0; kk < kKSteps; ++kk) {
-        uint32_t a[4];
-        ldmatrix_x4(a, q_tile + tile_offset<kHeadDim>(warp * 16 + (lane & 15), 2 * kk + (lane >> 4)));
-#pragma unroll
-        for (int j = 0; j < kSNTiles; j += 2) {
-          uint32_t b[4];  // b0, b1 of n-tile j, then of j + 1
-          const int matrix = lane >> 3;
-          ldmatrix_x4(b, k_tile + tile_offset<kHeadDim>((j + (matrix >> 1)) * 8 + (lane & 7),
-                                                        2 * kk + (matrix & 1)));
-          mma_bf16_16816(s[j], a, b[0], b[1]);
-          mma_bf16_16816(s[j + 1], a, b[2], b[3]);
-        }
-      }
-
-      // Keys beyond the segment (last tile only) score -inf.
-      const int key_valid = work.key_valid(t);
-      if (key_valid < kBlockN) {
-#pragma unroll
-        for (int j = 0; j < kSNTiles; ++j) {
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            if (j * 8 + 2 * quad_col + (e & 1) >= key_valid) s[j][e] = -INFINITY;
-          }
-        }
-      }
-
-      // 2. online softmax; each row lives in the 4 lanes of a quad.
-      float alpha[2];
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        float tile_max = -INFINITY;
-#pragma unroll
-        for (int j = 0; j < kSNTiles; ++j) {
-          tile_max = fmaxf(tile_max, fmaxf(s[j][2 * half], s[j][2 * half + 1]));
-        }
-        tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
-        tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
-        const float new_max = fmaxf(row_max[half], tile_max);  // finite: every tile has a key
-        alpha[half] = exp2_approx(__fmul_rn(__fsub_rn(row_max[half], new_max), args.scale_log2));
-        row_max[half] = new_max;
-      }
-      const float shifted_max[2] = {__fmul_rn(row_max[0], args.scale_log2),
-                                    __fmul_rn(row_max[1], args.scale_log2)};
-      uint32_t p[kSNTiles][2];  // bf16 pairs: [j][0] row quad_row, [j][1] row quad_row + 8
-      float tile_sum[2] = {0.0f, 0.0f};
-#pragma unroll
-      for (int j = 0; j < kSNTiles; ++j) {
-#pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          const float p0 = exp2_approx(__fmaf_rn(s[j][2 * half], args.scale_log2, -shifted_max[half]));
-          const float p1 =
-              exp2_approx(__fmaf_rn(s[j][2 * half + 1], args.scale_log2, -shifted_max[half]));
-          p[j][half] = pack_bf16x2(p0, p1);
-          // The normaliser sums the weights before they are rounded for P V (as the Hopper kernel,
-          // FlashAttention and cuDNN do).
-          tile_sum[half] = __fadd_rn(tile_sum[half], __fadd_rn(p0, p1));
-        }
-      }
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        row_sum[half] = __fmaf_rn(row_sum[half], alpha[half], tile_sum[half]);
-      }
-#pragma unroll
-      for (int n = 0; n < kONTiles; ++n) {
-        o[n][0] = __fmul_rn(o[n][0], alpha[0]);
-        o[n][1] = __fmul_rn(o[n][1], alpha[0]);
-        o[n][2] = __fmul_rn(o[n][2], alpha[1]);
-        o[n][3] = __fmul_rn(o[n][3], alpha[1]);
-      }
-
-      // 3. O += P V; the S accumulator layout of n-tiles 2kk, 2kk+1 is the A layout of k16 step kk.
-#pragma unroll
-      for (int kk = 0; kk < kBlockN / 16; ++kk) {
-        const uint32_t a[4] = {p[2 * kk][0], p[2 * kk][1], p[2 * kk + 1][0], p[2 * kk + 1][1]};
-#pragma unroll
-        for (int n = 0; n < kONTiles; n += 2) {
-          uint32_t b[4];  // b0, b1 of dims n*8.., then of (n+1)*8..
-          const int matrix = lane >> 3;
-          ldmatrix_x4_trans(b, v_tile + tile_offset<kHeadDim>(16 * kk + (matrix & 1) * 8 + (lane & 7),
-                                                              n + (matrix >> 1)));
-          mma_bf16_16816(o[n], a, b[0], b[1]);
-          mma_bf16_16816(o[n + 1], a, b[2], b[3]);
-        }
-      }
+      rows.add_key_tile(q_tile, warp * 16, k_tiles + (t & 1) * kKVBytes, v_tiles + (t & 1) * kKVBytes,
+                        work.key_valid(t), args.scale_log2);
     }
     __syncthreads();  // the stage read here is overwritten by the loads of tile t + 2
   }
@@ -277,15 +143,15 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
 
   // O / l, rounded to bf16, staged through this warp's own 16 rows of the Q tile (only this warp
   // ever read them), then stored 16 bytes per lane.
-  const float inv_sum[2] = {quad_row_inverse(row_sum[0]), quad_row_inverse(row_sum[1])};
+  const float inv_sum[2] = {quad_row_inverse(rows.row_sum[0]), quad_row_inverse(rows.row_sum[1])};
   __syncwarp();
 #pragma unroll
-  for (int n = 0; n < kONTiles; ++n) {
+  for (int n = 0; n < Rows::kONTiles; ++n) {
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       const int row = warp * 16 + quad_row + 8 * half;
-      const uint32_t packed = pack_bf16x2(__fmul_rn(o[n][2 * half], inv_sum[half]),
-                                          __fmul_rn(o[n][2 * half + 1], inv_sum[half]));
+      const uint32_t packed = pack_bf16x2(__fmul_rn(rows.o[n][2 * half], inv_sum[half]),
+                                          __fmul_rn(rows.o[n][2 * half + 1], inv_sum[half]));
       const uint32_t address = q_tile + tile_offset<kHeadDim>(row, n) + quad_col * 4;
       st_shared_4(address, packed);
     }
@@ -329,30 +195,8 @@ void launch(const AttentionArgs& args, const KernelArgs& kernel_args, cudaStream
   }
 }
 
-}  // namespace
-
-void attention(const AttentionArgs& args, cudaStream_t stream) {
-  if (args.segment_count <= 0 || args.max_q_rows <= 0) return;
-  if (!attention_supports_head_dim(args.head_dim)) invalid_arguments("head_dim must be 1 to 256");
-  if (args.q_heads <= 0 || args.kv_heads <= 0 || args.q_heads % args.kv_heads != 0 ||
-      args.q_heads > 65535) {
-    invalid_arguments("q_heads must be a positive multiple of kv_heads, at most 65535");
-  }
-  if (args.q_stride < args.q_heads * args.head_dim || args.out_stride < args.q_heads * args.head_dim ||
-      args.k_stride < args.kv_heads * args.head_dim || args.v_stride < args.kv_heads * args.head_dim) {
-    invalid_arguments("a row stride is smaller than heads x head_dim");
-  }
-  if (!aligned(args.q, 2) || !aligned(args.k, 2) || !aligned(args.v, 2) || !aligned(args.out, 2))
-    invalid_arguments("q, k, v, out must be bf16-aligned pointers");
-  // Every head's row starts 16-byte aligned: the 16-byte tile copies apply.
-  const bool rows_aligned = args.head_dim % 8 == 0 && args.q_stride % 8 == 0 && args.k_stride % 8 == 0 &&
-                            args.v_stride % 8 == 0 && args.out_stride % 8 == 0 && aligned(args.q, 16) &&
-                            aligned(args.k, 16) && aligned(args.v, 16) && aligned(args.out, 16);
-  if (!(args.scale > 0.0f)) invalid_arguments("scale must be positive");
-  if (args.kv_pages != nullptr && (args.page_rows <= 0 || args.page_rows % kPagedKeyTileRows != 0))
-    invalid_arguments("KV cache pages must hold a multiple of 128 positions");
-  if ((args.max_q_rows + kBlockM - 1) / kBlockM > 0x7fffffff) invalid_arguments("max_q_rows");
-
+// The segments not split, or all of them where the split-keys kernel does not run.
+void run_unsplit(const AttentionArgs& args, bool rows_aligned, cudaStream_t stream) {
   const bool hopper_fits = args.head_dim == 128 && rows_aligned && hopper_attention_available();
   if ((args.kernel == AttentionKernel::hopper || args.kernel == AttentionKernel::hopper_paired) && !hopper_fits) {
     invalid_arguments("the Hopper kernel needs head_dim 128, 16-byte aligned rows and a compute capability 9.0 device");
@@ -381,6 +225,41 @@ void attention(const AttentionArgs& args, cudaStream_t stream) {
   } else {
     launch<256, true>(args, kernel_args, stream);
   }
+}
+
+}  // namespace
+
+void attention(const AttentionArgs& args, cudaStream_t stream) {
+  if (args.segment_count <= 0 || args.max_q_rows <= 0) return;
+  if (!attention_supports_head_dim(args.head_dim)) invalid_arguments("head_dim must be 1 to 256");
+  if (args.q_heads <= 0 || args.kv_heads <= 0 || args.q_heads % args.kv_heads != 0 ||
+      args.q_heads > 65535) {
+    invalid_arguments("q_heads must be a positive multiple of kv_heads, at most 65535");
+  }
+  if (args.q_stride < args.q_heads * args.head_dim || args.out_stride < args.q_heads * args.head_dim ||
+      args.k_stride < args.kv_heads * args.head_dim || args.v_stride < args.kv_heads * args.head_dim) {
+    invalid_arguments("a row stride is smaller than heads x head_dim");
+  }
+  if (!aligned(args.q, 2) || !aligned(args.k, 2) || !aligned(args.v, 2) || !aligned(args.out, 2))
+    invalid_arguments("q, k, v, out must be bf16-aligned pointers");
+  // Every head's row starts 16-byte aligned: the 16-byte tile copies apply.
+  const bool rows_aligned = args.head_dim % 8 == 0 && args.q_stride % 8 == 0 && args.k_stride % 8 == 0 &&
+                            args.v_stride % 8 == 0 && args.out_stride % 8 == 0 && aligned(args.q, 16) &&
+                            aligned(args.k, 16) && aligned(args.v, 16) && aligned(args.out, 16);
+  if (!(args.scale > 0.0f)) invalid_arguments("scale must be positive");
+  if (args.kv_pages != nullptr && (args.page_rows <= 0 || args.page_rows % kPagedKeyTileRows != 0))
+    invalid_arguments("KV cache pages must hold a multiple of 128 positions");
+  if ((args.max_q_rows + kBlockM - 1) / kBlockM > 0x7fffffff) invalid_arguments("max_q_rows");
+
+  // Split segments run in the split-keys kernel where it runs; the other kernels then skip them.
+  const bool split_here = args.max_split_q_rows > 0 && split_keys_attention_fits(args);
+  if (split_here) {
+    split_keys_attention(args, stream);
+    if (args.unsplit_segments == 0) return;
+  }
+  AttentionArgs rest = args;
+  rest.split_segments_elsewhere = split_here;
+  run_unsplit(rest, rows_aligned, stream);
 }
 
 }  // namespace mosaic::cuda

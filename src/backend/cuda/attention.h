@@ -13,12 +13,17 @@
 
 namespace mosaic::cuda {
 
-// Which kernel runs: automatic takes the Hopper (wgmma) kernel for head_dim 128 on compute
+// Which kernel runs for a segment that is not split (AttentionSegment::key_splits == 0):
+// automatic takes the Hopper (wgmma) kernel for head_dim 128 on compute
 // capability 9.0, the portable (mma.sync, sm_80+) kernel otherwise. Tests and benchmarks name one.
 // The Hopper kernel runs its CTAs in pairs that share K/V tiles when there are many query tiles
 // (attention_sm90.cu); hopper_paired pairs them whenever their number is even, so that tests reach
 // the pairs at small sizes. No output bit depends on the choice.
 enum class AttentionKernel { automatic, portable, hopper, hopper_paired };
+// How the split-keys kernel (attention_split_keys.h) runs a segment's parts: automatic takes a
+// cluster of CTAs per query tile, one part each, unless the query tiles alone fill the GPU; in_turn
+// runs the parts one after the other on one CTA. Both give the same bits (tests compare them).
+enum class AttentionSplitKeys { automatic, clusters, in_turn };
 
 struct AttentionArgs {
   const void* q = nullptr;  int64_t q_stride = 0;    // bf16 [rows, q_heads, head_dim]
@@ -30,12 +35,20 @@ struct AttentionArgs {
   const AttentionSegment* segments = nullptr;        // device array
   int64_t segment_count = 0;
   int64_t max_q_rows = 0;                            // max q_count over segments (grid size)
+  // Segments with AttentionSegment::key_splits > 0: the most query rows of one (0: none), and how
+  // many segments have none. On a device that runs the split-keys kernel
+  // (attention_split_keys.h) the split ones run there, the others in the kernels above.
+  int64_t max_split_q_rows = 0;
+  int64_t unsplit_segments = 0;
+  uint32_t split_part_counts = 0;  // bit p: some segment has key_splits = p
+  bool split_segments_elsewhere = false;  // set by attention(): the kernels below skip split segments
   // Paged segments (AttentionSegment::kv_pages >= 0: a KV cache) find their keys' rows through
   // this device page table, pages of page_rows positions (a multiple of 128, so that every key
   // tile lies in one page).
   const int32_t* kv_pages = nullptr;
   int64_t page_rows = 0;
   AttentionKernel kernel = AttentionKernel::automatic;
+  AttentionSplitKeys split_keys = AttentionSplitKeys::automatic;
 };
 
 void attention(const AttentionArgs& args, cudaStream_t stream);

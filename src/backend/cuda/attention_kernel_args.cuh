@@ -26,6 +26,7 @@ struct AttentionKernelArgs {
   const AttentionSegment* segments;
   const int32_t* kv_pages;  // paged segments' page table (AttentionSegment::kv_pages)
   int64_t page_rows;
+  bool skip_split_segments;  // segments with key_splits > 0 run in the split-keys kernel instead
 };
 
 inline AttentionKernelArgs kernel_args_of(const AttentionArgs& args) {
@@ -41,6 +42,7 @@ inline AttentionKernelArgs kernel_args_of(const AttentionArgs& args) {
   kernel_args.scale_log2 = args.scale * 1.4426950408889634f;
   kernel_args.segments = args.segments;
   kernel_args.kv_pages = args.kv_pages, kernel_args.page_rows = args.page_rows;
+  kernel_args.skip_split_segments = args.split_segments_elsewhere;
   return kernel_args;
 }
 
@@ -56,12 +58,19 @@ struct QueryTile {
   int head, kv_head;
 
   __device__ __forceinline__ QueryTile(const AttentionKernelArgs& args, int64_t segment_offset)
+      : QueryTile(args, segment_offset, blockIdx.x) {}
+  // Query tile `q_tile` of the segment (a kernel whose x extent holds more than the query tiles).
+  __device__ __forceinline__ QueryTile(const AttentionKernelArgs& args, int64_t segment_offset, int64_t q_tile)
       : segment(args.segments[segment_offset + blockIdx.z]),
-        q_row0(int64_t{blockIdx.x} * kBlockM),
+        q_row0(q_tile * kBlockM),
         head(static_cast<int>(blockIdx.y)),
         kv_head(static_cast<int>(blockIdx.y) / args.group) {}
 
   __device__ __forceinline__ bool past_queries() const { return q_row0 >= segment.q_count; }
+  // The segment is another kernel's: split-keys segments when that kernel runs them.
+  __device__ __forceinline__ bool elsewhere(const AttentionKernelArgs& args) const {
+    return args.skip_split_segments && segment.key_splits > 0;
+  }
   // Rows of the tile inside the segment.
   __device__ __forceinline__ int q_valid() const {
     return static_cast<int>(ptx::min64(kBlockM, segment.q_count - q_row0));

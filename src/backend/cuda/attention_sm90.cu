@@ -304,7 +304,7 @@ __global__ void __launch_bounds__(Tiling<kGroups>::kThreads, 1)
   constexpr uint32_t kQBytes = Tiling<kGroups>::kQBytes;
 
   const QueryTile<kBlockM, kBlockN, kHeadDim> work(args, segment_offset);
-  if (work.past_queries()) return;
+  if (work.past_queries() || work.elsewhere(args)) return;
   const int q_valid = work.q_valid(), kv_tiles = work.kv_tiles();
 
   extern __shared__ unsigned char smem[];
@@ -461,8 +461,8 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   if constexpr (kPairedLoads) {
     // Both CTAs of a pair leave together or neither does: a CTA whose own tile is past the
     // segment's queries still loads its half of every K/V tile for the other (and stores nothing).
-    if (int64_t{blockIdx.x & ~1u} * kWsBlockM >= work.segment.q_count) return;
-  } else if (work.past_queries()) {
+    if (int64_t{blockIdx.x & ~1u} * kWsBlockM >= work.segment.q_count || work.elsewhere(args)) return;
+  } else if (work.past_queries() || work.elsewhere(args)) {
     return;  // the whole CTA
   }
   const int q_valid = work.q_valid(), kv_tiles = work.kv_tiles();

@@ -9,12 +9,14 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 #include <span>
 #include <stdexcept>
 #include <vector>
 
 #include "backend/cpu/attention.h"
 #include "backend/cuda/attention_sm90.h"
+#include "backend/cuda/attention_split_keys.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/device.h"
 #include "backend/cuda/test_device_buffer.h"
@@ -67,7 +69,8 @@ struct Problem {
   // those pages of a buffer of `pool_pages` pages, poisoned elsewhere.
   std::vector<uint16_t> run_gpu(const std::vector<AttentionSegment>& segments, AttentionKernel kernel,
                                 const std::vector<int32_t>* pages = nullptr, int64_t page_rows = 0,
-                                int64_t pool_pages = 0) const {
+                                int64_t pool_pages = 0,
+                                AttentionSplitKeys split_keys = AttentionSplitKeys::automatic) const {
     DeviceBuffer device_qkv(qkv.size() * 2), device_out(rows * out_stride() * 2),
         device_segments(segments.size() * sizeof(AttentionSegment));
     upload(device_qkv, qkv);
@@ -99,8 +102,16 @@ struct Problem {
     args.scale = scale();
     args.segments = static_cast<const AttentionSegment*>(device_segments.data);
     args.segment_count = static_cast<int64_t>(segments.size());
-    for (const AttentionSegment& s : segments) args.max_q_rows = std::max(args.max_q_rows, s.q_count);
-    args.kernel = kernel;
+    for (const AttentionSegment& s : segments) {
+      args.max_q_rows = std::max(args.max_q_rows, s.q_count);
+      if (s.key_splits > 0) {
+        args.max_split_q_rows = std::max(args.max_split_q_rows, s.q_count);
+        args.split_part_counts |= uint32_t{1} << s.key_splits;
+      } else {
+        ++args.unsplit_segments;
+      }
+    }
+    args.kernel = kernel, args.split_keys = split_keys;
     attention(args, nullptr);
     MOSAIC_CUDA_CHECK(cudaGetLastError());
     MOSAIC_CUDA_CHECK(cudaDeviceSynchronize());
@@ -289,6 +300,122 @@ TEST_P(CudaAttention, RowOffsetsBeyond32Bits) {
     }
   }
   EXPECT_LE(std::sqrt(error / norm), 1e-2);
+}
+
+// ---- split keys (attention_split_keys.h): segments with key_splits > 0, read in parts on the
+// CTAs of a cluster and merged. Against the CPU's one pass in fp32, for every part count, few and
+// many query rows, whole and ragged key tiles, grouped heads, keys in place and paged; query
+// chunking and the other segments of a call change none of their bits.
+class SplitKeysAttention : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
+    if (!split_keys_attention_available()) GTEST_SKIP() << "the split-keys kernel needs a compute capability 9.0 device";
+  }
+};
+
+std::vector<AttentionSegment> with_splits(std::vector<AttentionSegment> segments, int64_t splits) {
+  for (AttentionSegment& s : segments) s.key_splits = splits;
+  return segments;
+}
+
+TEST_F(SplitKeysAttention, MatchesTheCpuForEveryPartCount) {
+  constexpr int64_t kKeys = 1100;
+  for (Heads heads : {Heads{4, 4}, Heads{4, 2}, Heads{8, 1}}) {
+    const Problem p(kKeys, heads.q, heads.kv, 128, static_cast<uint32_t>(heads.q * 10 + heads.kv));
+    // 32 rows (a block) against every key; 1 row; 64 and 100 rows (one and two query tiles)
+    // against a short range, a ragged one and a single key.
+    const std::vector<AttentionSegment> segments = {
+        {0, 32, 0, kKeys}, {32, 1, 0, 640}, {40, 64, 0, 129}, {200, 100, 0, 1000}, {400, 5, 0, 1}};
+    const std::vector<float> cpu = p.run_cpu(segments);
+    for (int64_t splits = 1; splits <= kMaxKeySplits; ++splits) {
+      SCOPED_TRACE("key_splits " + std::to_string(splits) + ", heads " + std::to_string(heads.q) + "/" +
+                   std::to_string(heads.kv));
+      const auto split = with_splits(segments, splits);
+      expect_close(p, split, p.run_gpu(split, AttentionKernel::automatic), cpu);
+    }
+  }
+}
+
+TEST_F(SplitKeysAttention, PagedKeysMatchTheCpu) {
+  constexpr int64_t kPageRows = 128, kKeys = 700;
+  const std::vector<int32_t> pages = {4, 0, 7, 2, 5, 1};
+  const Problem p(kKeys, 4, 2, 128, 31);
+  const std::vector<AttentionSegment> in_place = {{0, 40, 0, kKeys}, {40, 200, 0, 350}, {340, 8, 0, 129}};
+  std::vector<AttentionSegment> paged = with_splits(in_place, 0);
+  const int64_t parts[] = {8, 3, 2};
+  for (size_t i = 0; i < paged.size(); ++i) paged[i].kv_pages = 0, paged[i].key_splits = parts[i];
+  const std::vector<uint16_t> got = p.run_gpu(paged, AttentionKernel::automatic, &pages, kPageRows, 8);
+  expect_close(p, paged, got, p.run_cpu(in_place));
+  // Paged keys give the bits of the same keys in place.
+  std::vector<AttentionSegment> split_in_place = paged;
+  for (AttentionSegment& s : split_in_place) s.kv_pages = -1;
+  const std::vector<uint16_t> want = p.run_gpu(split_in_place, AttentionKernel::automatic);
+  EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * 2), 0);
+}
+
+// The parts in turn on one CTA give the bits of the parts on a cluster, for every part count,
+// keys in place and paged.
+TEST_F(SplitKeysAttention, PartsInTurnGiveTheClusterBits) {
+  constexpr int64_t kKeys = 1100, kPageRows = 128;
+  const Problem p(kKeys, 8, 2, 128, 41);
+  std::vector<int32_t> pages(9);
+  for (size_t i = 0; i < pages.size(); ++i) pages[i] = static_cast<int32_t>((i * 5 + 3) % pages.size());
+  const std::vector<AttentionSegment> segments = {
+      {0, 32, 0, kKeys}, {32, 1, 0, 640}, {40, 64, 0, 129}, {200, 100, 0, 1000}, {400, 5, 0, 1}};
+  for (int64_t splits = 1; splits <= kMaxKeySplits; ++splits) {
+    SCOPED_TRACE("key_splits " + std::to_string(splits));
+    std::vector<AttentionSegment> split = with_splits(segments, splits);
+    const auto clusters = p.run_gpu(split, AttentionKernel::automatic, nullptr, 0, 0, AttentionSplitKeys::clusters);
+    const auto in_turn = p.run_gpu(split, AttentionKernel::automatic, nullptr, 0, 0, AttentionSplitKeys::in_turn);
+    EXPECT_EQ(std::memcmp(clusters.data(), in_turn.data(), clusters.size() * 2), 0);
+    expect_close(p, split, in_turn, p.run_cpu(segments));
+    for (AttentionSegment& s : split) s.kv_pages = 0;
+    const auto paged_in_turn = p.run_gpu(split, AttentionKernel::automatic, &pages, kPageRows,
+                                         static_cast<int64_t>(pages.size()), AttentionSplitKeys::in_turn);
+    EXPECT_EQ(std::memcmp(clusters.data(), paged_in_turn.data(), clusters.size() * 2), 0) << "paged";
+  }
+}
+
+// A segment's query rows split into segments at arbitrary rows, with the same keys and parts:
+// the same bits.
+TEST_F(SplitKeysAttention, QueryChunkingChangesNoBit) {
+  constexpr int64_t kKeys = 900, kRows = 150;
+  const Problem p(kKeys, 4, 4, 128, 77);
+  const std::vector<AttentionSegment> whole = {{0, kRows, 0, kKeys, -1, 7}};
+  const std::vector<uint16_t> want = p.run_gpu(whole, AttentionKernel::automatic);
+  std::mt19937 rng(5);
+  for (int trial = 0; trial < 4; ++trial) {
+    std::vector<AttentionSegment> chunks;
+    for (int64_t row = 0; row < kRows;) {
+      const int64_t rows = std::min<int64_t>(kRows - row, 1 + rng() % 70);
+      chunks.push_back({row, rows, 0, kKeys, -1, 7});
+      row += rows;
+    }
+    std::shuffle(chunks.begin(), chunks.end(), rng);
+    const std::vector<uint16_t> got = p.run_gpu(chunks, AttentionKernel::automatic);
+    EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * 2), 0) << "trial " << trial;
+  }
+}
+
+// Split and unsplit segments in one call: each gets the bits it gets in a call of its own kind.
+TEST_F(SplitKeysAttention, SplitAndUnsplitSegmentsShareACall) {
+  constexpr int64_t kKeys = 800;
+  const Problem p(kKeys, 4, 2, 128, 12);
+  const std::vector<AttentionSegment> unsplit = {{0, 300, 0, kKeys}, {500, 300, 0, 400}};
+  const std::vector<AttentionSegment> split = {{300, 32, 0, kKeys, -1, 8}, {332, 100, 0, 500, -1, 3}};
+  std::vector<AttentionSegment> mixed = {unsplit[0], split[0], unsplit[1], split[1]};
+  const std::vector<uint16_t> together = p.run_gpu(mixed, AttentionKernel::automatic);
+  const std::vector<uint16_t> alone_unsplit = p.run_gpu(unsplit, AttentionKernel::automatic);
+  const std::vector<uint16_t> alone_split = p.run_gpu(split, AttentionKernel::automatic);
+  const int64_t stride = p.out_stride();
+  auto rows_equal = [&](const std::vector<uint16_t>& a, const AttentionSegment& s) {
+    return std::equal(a.begin() + s.q_begin * stride, a.begin() + (s.q_begin + s.q_count) * stride,
+                      together.begin() + s.q_begin * stride);
+  };
+  for (const AttentionSegment& s : unsplit) EXPECT_TRUE(rows_equal(alone_unsplit, s)) << "unsplit at " << s.q_begin;
+  for (const AttentionSegment& s : split) EXPECT_TRUE(rows_equal(alone_split, s)) << "split at " << s.q_begin;
+  expect_close(p, mixed, together, p.run_cpu(mixed));
 }
 
 INSTANTIATE_TEST_SUITE_P(Kernels, CudaAttention,

@@ -1,6 +1,6 @@
-// The launch configuration of a kernel that runs in clusters of two CTAs along x (the Hopper
-// kernels' paired CTAs, which multicast shared tiles into each other): for cudaLaunchKernelEx and
-// cudaOccupancyMaxActiveClusters. Host code.
+// The launch configuration of a kernel that runs in clusters of CTAs along x — of two for the
+// Hopper kernels' paired CTAs, which multicast shared tiles into each other; of eight for the
+// split-keys attention — for cudaLaunchKernelEx and cudaOccupancyMaxActiveClusters. Host code.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -9,19 +9,24 @@
 
 namespace mosaic::cuda {
 
-struct PairLaunchConfig {
+struct ClusterLaunchConfig {
   cudaLaunchAttribute cluster{};
   cudaLaunchConfig_t config{};
 
-  PairLaunchConfig(dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream) {
+  ClusterLaunchConfig(dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream, unsigned cluster_x) {
     cluster.id = cudaLaunchAttributeClusterDimension;
-    cluster.val.clusterDim.x = 2, cluster.val.clusterDim.y = 1, cluster.val.clusterDim.z = 1;
+    cluster.val.clusterDim.x = cluster_x, cluster.val.clusterDim.y = 1, cluster.val.clusterDim.z = 1;
     config.gridDim = grid, config.blockDim = block, config.dynamicSmemBytes = shared_bytes;
     config.stream = stream, config.attrs = &cluster, config.numAttrs = 1;
   }
   // `config` points at `cluster`: not copyable.
-  PairLaunchConfig(const PairLaunchConfig&) = delete;
-  PairLaunchConfig& operator=(const PairLaunchConfig&) = delete;
+  ClusterLaunchConfig(const ClusterLaunchConfig&) = delete;
+  ClusterLaunchConfig& operator=(const ClusterLaunchConfig&) = delete;
+};
+
+struct PairLaunchConfig : ClusterLaunchConfig {
+  PairLaunchConfig(dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream)
+      : ClusterLaunchConfig(grid, block, shared_bytes, stream, 2) {}
 };
 
 }  // namespace mosaic::cuda

@@ -213,6 +213,11 @@ __device__ __forceinline__ uint32_t cluster_rank() {
   asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
   return rank;
 }
+__device__ __forceinline__ uint32_t cluster_size() {
+  uint32_t size;
+  asm volatile("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(size));
+  return size;
+}
 __device__ __forceinline__ void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
@@ -228,6 +233,18 @@ __device__ __forceinline__ void mbarrier_arrive_in_cta(uint32_t bar, uint32_t ra
       "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(bar),
       "r"(rank)
       : "memory");
+}
+// Distributed shared memory: the address of offset `address` of this CTA's shared memory in CTA
+// `rank` of the cluster, and a 4-byte load from such an address.
+__device__ __forceinline__ uint32_t cluster_shared_address(uint32_t address, uint32_t rank) {
+  uint32_t remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(address), "r"(rank));
+  return remote;
+}
+__device__ __forceinline__ float ld_cluster_shared_f32(uint32_t remote) {
+  float value;
+  asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(value) : "r"(remote) : "memory");
+  return value;
 }
 // TMA multicast: the box lands at `destination` in every CTA of `cta_mask`, each counting its
 // bytes on its own mbarrier at offset `bar`.
