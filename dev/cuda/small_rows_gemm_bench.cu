@@ -4,7 +4,7 @@
 // accumulation order). Weights rotate over enough copies that none is in L2 when it is read, as in
 // a step. docs/design/small-rows-gemm.md has the results.
 //
-//   nvcc -std=c++20 -arch=sm_90a -O3 --expt-relaxed-constexpr -Isrc -Iinclude \
+//   nvcc -std=c++20 -arch=sm_90a -O3 --expt-relaxed-constexpr -I. -Isrc -Iinclude -Idev/cuda \
 //        dev/cuda/small_rows_gemm_bench.cu -lcublasLt -lcuda -o /tmp/small_rows && /tmp/small_rows
 #include "backend/cuda/gemm.cu"
 #include "backend/cuda/gemm_bit_check.cu"
@@ -41,11 +41,32 @@ __global__ void count_differences(const uint16_t* x, const uint16_t* y, size_t c
   atomicAdd(out, local);
 }
 
+// The roofline: every 16 bytes of the weight read once, coalesced, by a full grid.
+__global__ void read_all(const uint4* p, size_t count, unsigned* sink) {
+  unsigned x = 0;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count; i += size_t(gridDim.x) * blockDim.x) {
+    const uint4 v = __ldcs(p + i);
+    x ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (x == 0x12345678u) *sink = x;
+}
+
 struct Shape {
   const char* name;
   int64_t n, k;
   bool bias, accumulate;
 };
+
+template <int kSub, int kProbe>
+void launch_variant(const GemmArgs& g, int strip) {
+  using namespace small_rows_sm90;
+  switch (strip) {
+    case 16: return launch<16, 1, kSub, kProbe>(g, nullptr);
+    case 32: return launch<32, 1, kSub, kProbe>(g, nullptr);
+    case 64: return launch<64, 1, kSub, kProbe>(g, nullptr);
+    default: return launch<128, 1, kSub, kProbe>(g, nullptr);
+  }
+}
 
 int run() {
   const Shape shapes[] = {
@@ -81,6 +102,18 @@ int run() {
     fill<<<1024, 256>>>(start, 128 * shape.n, 17, 4.0f);
     unsigned long long* differ;
     MOSAIC_CUDA_CHECK(cudaMalloc(&differ, sizeof(*differ)));
+    {
+      unsigned* sink;
+      MOSAIC_CUDA_CHECK(cudaMalloc(&sink, 4));
+      int copy = 0;
+      const float read_ms = time_ms([&] {
+        read_all<<<sms * 8, 512>>>(reinterpret_cast<const uint4*>(weights[copy = (copy + 1) % kCopies]),
+                                   shape.n * shape.k / 8, sink);
+      }, 30, 3);
+      std::printf("%-16s  read once by a plain kernel: %.4f ms, %.0f GB/s\n", shape.name, read_ms,
+                  double(shape.n) * shape.k * 2 / 1e9 / read_ms * 1e3);
+      cudaFree(sink);
+    }
     for (const int64_t m : row_counts) {
       const auto args_for = [&](int copy, __nv_bfloat16* c) {
         GemmArgs g;
@@ -115,6 +148,32 @@ int run() {
         std::printf(" %d:%.4f", other, time_ms([&] { small_rows_gemm(args_for(next(), c2), nullptr, other); }, 30, 3));
       }
       std::printf("\n");
+      if (m == 32) {  // K per stage, and loads alone (no MMAs), at the engine's strip
+        using namespace small_rows_sm90;
+        const auto time_variant = [&](auto launcher) {
+          return time_ms([&] { launcher(args_for(next(), c2)); }, 30, 3);
+        };
+        std::printf("    strip %d, K per stage 64/128/256: %.4f %.4f %.4f ms; loads only 64/256: %.4f %.4f ms\n", strip,
+                    time_variant([&](const GemmArgs& g) { launch_variant<1, 0>(g, strip); }),
+                    time_variant([&](const GemmArgs& g) { launch_variant<2, 0>(g, strip); }),
+                    time_variant([&](const GemmArgs& g) { launch_variant<4, 0>(g, strip); }),
+                    time_variant([&](const GemmArgs& g) { launch_variant<1, 1>(g, strip); }),
+                    time_variant([&](const GemmArgs& g) { launch_variant<4, 1>(g, strip); }));
+        // Bits of the wider stages against the engine's kernel.
+        small_rows_gemm(args_for(0, c1), nullptr, strip);
+        MOSAIC_CUDA_CHECK(cudaMemcpy(c2, c1, m * shape.n * 2, cudaMemcpyDeviceToDevice));
+        if (shape.accumulate) {
+          MOSAIC_CUDA_CHECK(cudaMemcpy(c1, start, m * shape.n * 2, cudaMemcpyDeviceToDevice));
+          MOSAIC_CUDA_CHECK(cudaMemcpy(c2, start, m * shape.n * 2, cudaMemcpyDeviceToDevice));
+          small_rows_gemm(args_for(0, c1), nullptr, strip);
+        }
+        launch_variant<4, 0>(args_for(0, c2), strip);
+        MOSAIC_CUDA_CHECK(cudaMemset(differ, 0, sizeof(*differ)));
+        count_differences<<<256, 256>>>(reinterpret_cast<uint16_t*>(c1), reinterpret_cast<uint16_t*>(c2),
+                                        m * shape.n, differ);
+        MOSAIC_CUDA_CHECK(cudaMemcpy(&differing, differ, sizeof(differing), cudaMemcpyDeviceToHost));
+        std::printf("    256 K per stage: %llu outputs differ from 64\n", differing);
+      }
       std::fflush(stdout);
     }
     for (auto& w : weights) cudaFree(w);

@@ -1,17 +1,19 @@
 // small_rows_gemm (small_rows_gemm.h) on Hopper (docs/design/small-rows-gemm.md).
 //
 // One CTA per column strip of kStrip output columns, over all of K; five warps:
-// - warp 4, one lane: TMA loads, per K step of 64, the A tile [64 kRowTiles x 64] (rows past m
-//   read as zeros and cost no memory traffic) and the strip's weight tile [kStrip x 64], into
-//   mbarrier-guarded stages;
+// - warp 4, one lane: TMA loads, per stage of kSub K tiles of 64, each tile's A rows (m rounded up
+//   to 8) and the strip's weight tile [kStrip x 64], into mbarrier-guarded stages (kSub 4 reads
+//   512 contiguous bytes of every weight row a stage: measured 1.2-1.5x faster than 128 where the
+//   stages still number six, docs/design/small-rows-gemm.md);
 // - warps 0-3 (one warpgroup): per K step four wgmma.m64n{kStrip}k16 per 64-row tile, A and B from
 //   shared memory, into fp32 accumulators; then the epilogue from the accumulators, with
 //   cuBLASLt's roundings: + bias in fp32 and one rounding to bf16; for the residual add (beta = 1)
 //   the product rounded to bf16 first, then + C in fp32 and a second rounding (measured: the
 //   one-rounding form differs from cuBLASLt in ~21 % of outputs); 4-byte stores of rows below m.
-// Stages are sized so that two CTAs fit an SM. The K steps of a row are added in order, k16 by
-// k16, as in every split-K-free Hopper kernel (docs/design/gemm-algorithms.md): the reference's
-// bits, which the Gemm checks on a shape's first call before using it.
+// Stages fill 196 KiB for one CTA per SM, 90 KiB where two share one. The K steps of a row are
+// added in order, k16 by k16, whatever the stage width, as in every split-K-free Hopper kernel
+// (docs/design/gemm-algorithms.md): the reference's bits, which the Gemm checks on a shape's first
+// call before using it.
 
 #include "backend/cuda/small_rows_gemm.h"
 
@@ -70,10 +72,10 @@ struct Stages {
   int shared_bytes() const { return 1024 + kBarrierBytes + count * static_cast<int>(stage_bytes) + kTailBytes; }
 };
 
-Stages stages_for(int64_t m, int strip, bool one_cta_per_sm) {
+Stages stages_for(int64_t m, int strip, bool one_cta_per_sm, int k_subtiles) {
   Stages s;
   s.a_bytes = static_cast<uint32_t>(a_rows_of(m) * 128);
-  s.stage_bytes = s.a_bytes + static_cast<uint32_t>(strip) * kBlockK * 2;
+  s.stage_bytes = static_cast<uint32_t>(k_subtiles) * (s.a_bytes + static_cast<uint32_t>(strip) * kBlockK * 2);
   const int budget = one_cta_per_sm ? kOneCtaStageBytes : kTwoCtaStageBytes;
   s.count = std::max(2, std::min<int>(kMaxStages, budget / static_cast<int>(s.stage_bytes)));
   return s;
@@ -96,7 +98,9 @@ struct AMaps {
   CUtensorMap box[4];
 };
 
-template <int kStrip, int kRowTiles>
+// kSub: 64-wide K tiles per stage (each row of the weight read kSub x 128 contiguous bytes at a
+// time). kProbe (the workbench's, 0 in the engine): 1 leaves out the MMAs and the epilogue.
+template <int kStrip, int kRowTiles, int kSub = 1, int kProbe = 0>
 __global__ void __launch_bounds__(kThreads, 1)
     small_rows_gemm_kernel(const __grid_constant__ AMaps a_maps, const __grid_constant__ CUtensorMap b_map,
                            bf16* c, int64_t ldc, const bf16* __restrict__ bias, int accumulate, int m, int k_tiles,
@@ -105,8 +109,12 @@ __global__ void __launch_bounds__(kThreads, 1)
   extern __shared__ unsigned char smem[];
   const uint32_t base = (smem_address(smem) + 1023) & ~uint32_t{1023};
   const uint32_t bars = base;
-  auto a_stage = [&](int s) { return base + kBarrierBytes + s * stages.stage_bytes; };
-  auto b_stage = [&](int s) { return a_stage(s) + stages.a_bytes; };
+  // A stage: kSub A tiles, then kSub weight tiles.
+  auto a_stage = [&](int s, int sub) { return base + kBarrierBytes + s * stages.stage_bytes + sub * stages.a_bytes; };
+  auto b_stage = [&](int s, int sub) {
+    return a_stage(s, kSub) + static_cast<uint32_t>(sub) * (kStrip * kBlockK * 2);
+  };
+  const int k_steps = k_tiles / kSub;  // the host sees that kSub divides k_tiles
   auto full = [&](int s) { return bars + 8 * s; };                 // the stage has landed
   auto empty = [&](int s) { return bars + 8 * (kMaxStages + s); };  // the consumer warps are done
   if (threadIdx.x == 0) {
@@ -125,16 +133,19 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (lane == 0) {
       int s = 0;
       uint32_t round = 0;
-      for (int kt = 0; kt < k_tiles; ++kt) {
+      for (int step = 0; step < k_steps; ++step) {
         if (round > 0) mbarrier_wait(empty(s), (round - 1) & 1);
         mbarrier_arrive_expect_bytes(full(s), stages.stage_bytes);
-        int row = 0;
+        for (int sub = 0; sub < kSub; ++sub) {
+          const int kt = step * kSub + sub;
+          int row = 0;
 #pragma unroll
-        for (int size = 0; size < 4; ++size) {
-          for (; a_rows - row >= box_rows(size); row += box_rows(size))
-            tma_load_2d(a_stage(s) + row * 128, &a_maps.box[size], kt * kBlockK, row, full(s));
+          for (int size = 0; size < 4; ++size) {
+            for (; a_rows - row >= box_rows(size); row += box_rows(size))
+              tma_load_2d(a_stage(s, sub) + row * 128, &a_maps.box[size], kt * kBlockK, row, full(s));
+          }
+          tma_load_2d(b_stage(s, sub), &b_map, kt * kBlockK, column0, full(s));
         }
-        tma_load_2d(b_stage(s), &b_map, kt * kBlockK, column0, full(s));
         if (++s == stages.count) s = 0, ++round;
       }
     }
@@ -144,22 +155,31 @@ __global__ void __launch_bounds__(kThreads, 1)
   float d[kRowTiles][kStrip / 2];  // per 64-row tile and thread
   int s = 0, previous = 0;
   uint32_t round = 0;
-  for (int kt = 0; kt < k_tiles; ++kt) {
+  for (int step = 0; step < k_steps; ++step) {
     mbarrier_wait(full(s), round & 1);
-    const uint64_t b = smem_descriptor(b_stage(s), 16, 1024);
-    wgmma_fence();
+    if constexpr (kProbe == 0) {
+      wgmma_fence();
 #pragma unroll
-    for (int t = 0; t < kRowTiles; ++t) {
-      const uint64_t a = smem_descriptor(a_stage(s) + t * 8192, 16, 1024);
+      for (int sub = 0; sub < kSub; ++sub) {
+        const uint64_t b = smem_descriptor(b_stage(s, sub), 16, 1024);
 #pragma unroll
-      for (int kk = 0; kk < kBlockK / 16; ++kk) wgmma_strip<kStrip>(d[t], a + 2 * kk, b + 2 * kk, kt > 0 || kk > 0);
+        for (int t = 0; t < kRowTiles; ++t) {
+          const uint64_t a = smem_descriptor(a_stage(s, sub) + t * 8192, 16, 1024);
+#pragma unroll
+          for (int kk = 0; kk < kBlockK / 16; ++kk)
+            wgmma_strip<kStrip>(d[t], a + 2 * kk, b + 2 * kk, step > 0 || sub > 0 || kk > 0);
+        }
+      }
+      wgmma_commit();
+      wgmma_wait<1>();  // the previous stage's MMAs are done: release it
+      if (step > 0 && lane == 0) mbarrier_arrive(empty(previous));
+    } else if (lane == 0) {
+      mbarrier_arrive(empty(s));
     }
-    wgmma_commit();
-    wgmma_wait<1>();  // the previous stage's MMAs are done: release it
-    if (kt > 0 && lane == 0) mbarrier_arrive(empty(previous));
     previous = s;
     if (++s == stages.count) s = 0, ++round;
   }
+  if constexpr (kProbe != 0) return;
   wgmma_wait<0>();
 #pragma unroll
   for (int t = 0; t < kRowTiles; ++t) fence_registers(d[t]);
@@ -204,13 +224,18 @@ int device_sm_count() {
   });
 }
 
-template <int kStrip, int kRowTiles>
+template <int kStrip, int kRowTiles, int kSub = 1, int kProbe = 0>
 void launch(const GemmArgs& args, cudaStream_t stream) {
   static std::atomic<uint64_t> configured{0};
-  const auto kernel = small_rows_gemm_kernel<kStrip, kRowTiles>;
+  const auto kernel = small_rows_gemm_kernel<kStrip, kRowTiles, kSub, kProbe>;
   raise_shared_limit(reinterpret_cast<const void*>(kernel), 1024 + kBarrierBytes + kOneCtaStageBytes + kTailBytes,
                      configured);
-  const Stages stages = stages_for(args.m, kStrip, args.n / kStrip <= device_sm_count());
+  if (args.k / kBlockK % kSub != 0) {
+    std::fprintf(stderr, "mosaic: internal error: cuda::small_rows_gemm: k %lld is not a multiple of %d\n",
+                 static_cast<long long>(args.k), kBlockK * kSub);
+    std::abort();
+  }
+  const Stages stages = stages_for(args.m, kStrip, args.n / kStrip <= device_sm_count(), kSub);
   AMaps a_maps{};  // only the box sizes the stages load: each encoding is host work on every call
   for (int size = 0; size < 4; ++size) {
     if (box_used(a_rows_of(args.m), size))
@@ -224,13 +249,36 @@ void launch(const GemmArgs& args, cudaStream_t stream) {
   MOSAIC_CUDA_CHECK_LAUNCH();
 }
 
+// K tiles per stage (docs/design/small-rows-gemm.md, "Wider stages"): 4 or 2 where the stages of
+// one CTA per SM still number kMinStages at that width and the width divides K's tiles, else 1.
+// Two CTAs per SM (wide strips) keep one: their budget would leave too few stages.
+constexpr int kMinStages = 6;
+int k_subtiles_for(int64_t m, int strip, bool one_cta_per_sm, int64_t k_tiles) {
+  if (!one_cta_per_sm) return 1;
+  for (const int sub : {4, 2}) {
+    const Stages s = stages_for(m, strip, true, sub);
+    if (k_tiles % sub == 0 && kOneCtaStageBytes / static_cast<int>(s.stage_bytes) >= kMinStages) return sub;
+  }
+  return 1;
+}
+
+template <int kStrip, int kRowTiles>
+void launch_strip(const GemmArgs& args, cudaStream_t stream) {
+  const bool one_cta_per_sm = args.n / kStrip <= device_sm_count();
+  switch (k_subtiles_for(args.m, kStrip, one_cta_per_sm, args.k / kBlockK)) {
+    case 4: return launch<kStrip, kRowTiles, 4>(args, stream);
+    case 2: return launch<kStrip, kRowTiles, 2>(args, stream);
+    default: return launch<kStrip, kRowTiles, 1>(args, stream);
+  }
+}
+
 template <int kRowTiles>
 void launch_rows(const GemmArgs& args, cudaStream_t stream, int strip) {
   switch (strip) {
-    case 16: return launch<16, kRowTiles>(args, stream);
-    case 32: return launch<32, kRowTiles>(args, stream);
-    case 64: return launch<64, kRowTiles>(args, stream);
-    default: return launch<128, kRowTiles>(args, stream);
+    case 16: return launch_strip<16, kRowTiles>(args, stream);
+    case 32: return launch_strip<32, kRowTiles>(args, stream);
+    case 64: return launch_strip<64, kRowTiles>(args, stream);
+    default: return launch_strip<128, kRowTiles>(args, stream);
   }
 }
 
