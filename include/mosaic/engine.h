@@ -106,6 +106,11 @@ struct GenerateResult {
   bool cancelled = false;
   std::vector<int64_t> tokens_per_step;
   double seconds = 0;
+  // Over the forwards it took part in: their wall time, and the part of that the host spent
+  // before waiting for the device (packing, planning, kernel launches). The host's share of the
+  // generation is at most (seconds - forward_seconds + forward_host_seconds) / seconds: all time
+  // outside the forwards counted as host time, as the launch time inside them.
+  double forward_seconds = 0, forward_host_seconds = 0;
   // The KV cache it decoded with: "none", "prefix", "dual" or "block" (docs/design/cached-decoding.md).
   std::string cache = "none";
   // With GenerationOptions::logprobs: each committed token's log-probabilities, by position.

@@ -22,6 +22,10 @@ class GenerationResult:
     cancelled: bool
     activation_peak_bytes: int   # largest planned activation peak of a step it took part in
     cache: str = "none"          # the KV cache it decoded with: none, prefix, dual or block
+    # Wall time of the forwards it took part in, and the host's launch time inside them; the host's
+    # share of the generation is at most (seconds - forward_seconds + forward_host_seconds) / seconds.
+    forward_seconds: float = 0.0
+    forward_host_seconds: float = 0.0
 
     def to_dict(self):
         return dataclasses.asdict(self)

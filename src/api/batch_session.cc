@@ -99,6 +99,7 @@ GenerateResult BatchSession::remove(int64_t id) {
   out.steps = g.steps, out.forwards = g.forwards, out.stopped_at_eos = g.stopped_at_eos;
   out.cancelled = !finished;
   out.tokens_per_step = g.tokens_per_step;
+  out.forward_seconds = g.forward_seconds, out.forward_host_seconds = g.forward_host_seconds;
   out.cache = std::string(cache_mode_name(g.cache));
   out.text = impl_->engine.decode(impl_->engine.answer_ids(out.output_ids, options));
   return out;

@@ -199,6 +199,7 @@ std::vector<GenerateResult> Engine::generate(std::span<const GenerateRequest> re
     out.logprobs = g.logprobs;
     out.steps = g.steps, out.forwards = g.forwards, out.stopped_at_eos = g.stopped_at_eos;
     out.cancelled = g.cancelled, out.tokens_per_step = g.tokens_per_step, out.seconds = seconds;
+    out.forward_seconds = g.forward_seconds, out.forward_host_seconds = g.forward_host_seconds;
     out.cache = std::string(cache_mode_name(g.cache));
     out.text = decode(answer_ids(out.output_ids, resolved));
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <set>
 
@@ -97,6 +98,7 @@ GenerationResult BatchStepper::result(int64_t id) const {
   result.forwards = d.forwards();
   result.stopped_at_eos = d.stopped_at_eos();
   result.tokens_per_step = m.tokens_per_step;
+  result.forward_seconds = m.forward_seconds, result.forward_host_seconds = m.forward_host_seconds;
   result.cache = d.cache_mode();
   result.logprobs = d.logprobs();
   std::sort(result.logprobs.begin(), result.logprobs.end(),
@@ -109,7 +111,7 @@ BatchStepSummary BatchStepper::step(const StepObserver& observe) {
   // the cached step for requests that decode with a KV cache (a step is one form for all).
   struct Forward {
     StepInput input;
-    std::vector<const Member*> members;
+    std::vector<Member*> members;
     std::vector<std::vector<int32_t>> canvases;  // owners of the input's spans
     StepOutput output;
   };
@@ -161,7 +163,16 @@ BatchStepSummary BatchStepper::step(const StepObserver& observe) {
         input.device_commit.push_back(std::nullopt);
       }
     }
+    const auto forward_start = std::chrono::steady_clock::now();
     forward.output = runner_.run(input);
+    const double forward_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - forward_start).count();
+    summary.forward_seconds += forward_seconds;
+    summary.forward_host_seconds += forward.output.host_seconds;
+    for (Member* m : forward.members) {
+      m->forward_seconds += forward_seconds;
+      m->forward_host_seconds += forward.output.host_seconds;
+    }
     check_predictions_finite(input, forward.output, config_.vocab);  // a NaN is an error, never a token
     for (const SequenceRows& s : input.sequences) {
       summary.tokens += s.computed_rows();

@@ -58,6 +58,11 @@ struct GenerationResult {
   std::vector<int64_t> tokens_per_step;
   CacheMode cache = CacheMode::none;  // the KV cache it decoded with
   std::vector<TokenLogprob> logprobs;  // options.logprobs: the committed tokens', by position
+  // Over the forwards it took part in: their wall time (runner calls, from the host's view) and
+  // the part of it the host spent before waiting for the device (packing, planning, launches;
+  // StepOutput::host_seconds). The host's share of a generation is bounded by
+  // (wall - forward_seconds + forward_host_seconds) / wall.
+  double forward_seconds = 0, forward_host_seconds = 0;
 };
 
 // What one step() ran: the packed forwards' shape (zero sequences when no request needed one)
@@ -71,6 +76,8 @@ struct BatchStepSummary {
   ChunkConfig chunks;
   // Of the forward with the larger planned peak; a cached step's include its sequences' KV cache.
   uint64_t planned_peak = 0, lower_bound = 0, average_live = 0, arena_bytes = 0;
+  // Its forwards' wall time and the host's part of it (GenerationResult::forward_seconds).
+  double forward_seconds = 0, forward_host_seconds = 0;
 };
 
 // Called once per unfinished request after its step, in id order. The spans are valid during
@@ -104,6 +111,7 @@ class BatchStepper {
   struct Member {
     std::unique_ptr<RequestDecoder> decoder;
     std::vector<int64_t> tokens_per_step;
+    double forward_seconds = 0, forward_host_seconds = 0;
     uint64_t canvas_id = 0;  // its canvas on the runner (SequenceRows::canvas_id)
     // Its KV caches on the runner (SequenceRows::cache_id; 0: none): the canvas's, and under CFG
     // the unconditional canvas's. Held from add() until the request finishes or leaves.

@@ -7,12 +7,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <functional>
 #include <map>
 #include <optional>
 #include <set>
+#include <thread>
 
 #include "core/error.h"
 #include "gen/confidence.h"
@@ -63,6 +65,29 @@ class RecordingRunner final : public StepRunner {
  private:
   StepRunner& inner_;
   int64_t calls_ = 0;
+};
+
+// Each call takes at least `delay` and reports `host_seconds` of launch time.
+class SlowRunner final : public StepRunner {
+ public:
+  explicit SlowRunner(StepRunner& inner) : inner_(inner) {}
+  StepOutput run(const StepInput& input) override {
+    ++calls;
+    const auto start = std::chrono::steady_clock::now();
+    StepOutput out = inner_.run(input);
+    std::this_thread::sleep_until(start + delay);
+    out.host_seconds = host_seconds;
+    return out;
+  }
+  uint64_t reserve_cache(int64_t positions) override { return inner_.reserve_cache(positions); }
+  void release_cache(uint64_t id) override { inner_.release_cache(id); }
+  KvCacheStats cache_stats() const override { return inner_.cache_stats(); }
+  std::chrono::milliseconds delay{5};
+  double host_seconds = 0.001;
+  int64_t calls = 0;
+
+ private:
+  StepRunner& inner_;
 };
 
 // Commits on the "device" the way CudaStepRunner does, emulated on the host with gen's own
@@ -291,6 +316,29 @@ TEST_P(BatchStepperTest, GenerateOfTheWholeBatchEqualsEachAlone) {
   for (const Case& c : cases_) requests.push_back({c.prompt, c.options});
   const std::vector<GenerationResult> together = generate(config(), *runner_, requests);
   for (size_t i = 0; i < cases_.size(); ++i) expect_same(together[i], alone(config(), *runner_, cases_[i]), i);
+}
+
+// A request's forward time is the wall time of the runner calls it took part in, and its host
+// part the runner's own figure, summed: what bench generate bounds the host's share with.
+TEST_P(BatchStepperTest, ForwardTimesSumTheRunnerCallsARequestTookPartIn) {
+  SlowRunner slow(*runner_);
+  std::vector<GenerationRequest> requests;
+  for (const Case& c : cases_) requests.push_back({c.prompt, c.options});
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<GenerationResult> results = generate(config(), slow, requests);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_GT(slow.calls, 0);
+  for (size_t i = 0; i < results.size(); ++i) {
+    const GenerationResult& r = results[i];
+    SCOPED_TRACE("request " + std::to_string(i));
+    ASSERT_GT(r.forwards, 0);
+    // One runner call per forward of a request: at least the delay each, the reported host time
+    // exactly (a step that had no candidates for it took no forward).
+    EXPECT_GE(r.forward_seconds, 0.005 * static_cast<double>(r.forwards) * 0.999);
+    EXPECT_NEAR(r.forward_host_seconds, 0.001 * static_cast<double>(r.forwards), 1e-9);
+    EXPECT_LE(r.forward_seconds, wall);
+    EXPECT_LE(r.forwards, slow.calls);
+  }
 }
 
 TEST_P(BatchStepperTest, StepsNeverExceedTheSummedBounds) {

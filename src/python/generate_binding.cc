@@ -44,6 +44,8 @@ py::dict result_dict(const GenerateResult& result, uint64_t activation_peak) {
   d["forwards"] = result.forwards;
   d["seconds"] = result.seconds;
   d["tokens_per_step"] = result.tokens_per_step;
+  d["forward_seconds"] = result.forward_seconds;
+  d["forward_host_seconds"] = result.forward_host_seconds;
   d["stopped_at_eos"] = result.stopped_at_eos;
   d["cancelled"] = result.cancelled;
   d["cache"] = result.cache;

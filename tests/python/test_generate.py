@@ -64,6 +64,9 @@ def test_result_fields(engines):
     assert sum(result.tokens_per_step) == 8
     assert result.seconds > 0
     assert result.activation_peak_bytes > 0
+    # On the CPU a forward is all host time: the host part is the forwards' whole wall time.
+    assert 0 < result.forward_seconds <= result.seconds
+    assert 0 < result.forward_host_seconds <= result.forward_seconds
     assert not result.cancelled
     assert result.to_dict()["output_ids"] == result.output_ids
 
