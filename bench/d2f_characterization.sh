@@ -8,6 +8,7 @@
 #   mosaic     mosaic bench generate --d2f --adapter, batch 1, 4, 16, 32
 #
 #   bench/d2f_characterization.sh MOSAIC OUT_DIR [PARTS]    # PARTS: reference,mosaic (default both)
+#   D2F_PROFILE=1 also runs the reference once under torch.profiler (minutes).
 set -euo pipefail
 mosaic=$(realpath "$1") out=$2 parts=${3:-reference,mosaic}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -20,7 +21,7 @@ settings=(--block-add-threshold 0.5 --decoded-token-threshold 0.9 --skip-thresho
 if has reference; then
   echo "== D2F's own decoder (unmodified), batch 1"
   python3 -u "$here/reference/d2f_reference.py" --d2f "${D2F_DIR:-.d2f/D2F-eval}" --model "$model" --adapter "$adapter" \
-    --prompt-len 256 --gen-length 512 --block 32 "${settings[@]}" --json "$out/d2f-reference.json" \
+    --prompt-len 256 --gen-length 512 --block 32 "${settings[@]}" --json "$out/d2f-reference.json" ${D2F_PROFILE:+--profile} \
     > "$out/d2f-reference.log" 2>&1 || true
   grep -v -i warning "$out/d2f-reference.log" | tail -40
 fi

@@ -20,8 +20,9 @@ Nothing of D2F's files is changed. What this driver supplies, and why:
 - The tokenizer: the random checkpoint has none; the loop decodes the generated ids at every
   step (its result unused), so a tokenizer is given whose decode returns at once. The
   reference's real host time is therefore somewhat larger than measured here.
-Timing: the whole call, CUDA-synchronised, after a short warm-up generation; then the same call
-under torch.profiler, whose CUDA kernel time over the wall time gives the device share.
+Timing: the whole call, CUDA-synchronised, after a short warm-up generation; with --profile, then
+the same call under torch.profiler, whose CUDA kernel time over the wall time gives the device
+share (it took over nine minutes for 512 tokens on the H200: opt-in).
 """
 
 import argparse
@@ -89,6 +90,8 @@ def main():
     p.add_argument("--repeats", type=int, default=1)
     p.add_argument("--warmup-gen", type=int, default=64, help="tokens of the warm-up generation")
     p.add_argument("--json", required=True)
+    p.add_argument("--profile", action="store_true",
+                   help="also run once under torch.profiler for the device share (slow: minutes for 512 tokens)")
     a = p.parse_args()
 
     stand_in_modules()
@@ -162,20 +165,22 @@ def main():
             runs.append({"seconds": seconds, "forwards": steps["n"], "generated": len(out)})
         print(f"d2f reference run {r}: {seconds:.3f} s, {steps['n']} forwards, {len(out)} tokens", flush=True)
 
-    from torch.profiler import ProfilerActivity, profile
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-        start = time.perf_counter()
-        lm._generate_block_single(prompt)
+    profiled = {}
+    if a.profile:
+        from torch.profiler import ProfilerActivity, profile
         torch.cuda.synchronize()
-        profiled_seconds = time.perf_counter() - start
-    kernel_us = sum(e.self_device_time_total for e in prof.key_averages() if e.device_type.name == "CUDA")
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            start = time.perf_counter()
+            lm._generate_block_single(prompt)
+            torch.cuda.synchronize()
+            profiled_seconds = time.perf_counter() - start
+        kernel_us = sum(e.self_device_time_total for e in prof.key_averages() if e.device_type.name == "CUDA")
+        profiled = {"profiled_seconds": profiled_seconds, "kernel_seconds": kernel_us / 1e6,
+                    "host_share": 1 - kernel_us / 1e6 / profiled_seconds}
     report = {"system": "D2F eval_llada._generate_block_single (unmodified)", "prompt_length": a.prompt_len,
               "gen_length": a.gen_length, "block": a.block, "thresholds": [a.block_add_threshold,
               a.decoded_token_threshold, a.skip_threshold], "runs": runs,
-              "median_seconds": sorted(r["seconds"] for r in runs)[len(runs) // 2],
-              "profiled_seconds": profiled_seconds, "kernel_seconds": kernel_us / 1e6,
-              "host_share": 1 - kernel_us / 1e6 / profiled_seconds}
+              "median_seconds": sorted(r["seconds"] for r in runs)[len(runs) // 2], **profiled}
     print(json.dumps(report, indent=2))
     with open(a.json, "w") as f:
         json.dump(report, f, indent=2)
