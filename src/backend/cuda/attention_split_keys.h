@@ -1,8 +1,10 @@
 // Attention for segments whose keys are read in parts (AttentionSegment::key_splits > 0: a few
 // query rows against a KV cache; docs/design/split-keys-attention.md). Each part runs on its own
-// CTA of a cluster of eight, and the parts are merged, in order, through distributed shared
-// memory: a 32-row block against 4,096 cached keys runs 8 CTAs per head instead of 1. Hopper
-// (compute capability 9.0) only; elsewhere attention() runs such segments in its other kernels.
+// CTA of a cluster of as many CTAs as parts, and the parts are merged, in order, through
+// distributed shared memory: a 32-row block against 32,768 cached keys runs 8 CTAs per head
+// instead of 1. Where the query tiles alone fill the GPU, one CTA per tile runs the parts in turn
+// (the same bits). Hopper (compute capability 9.0) only; elsewhere attention() runs such segments
+// in its other kernels.
 #pragma once
 
 #include <cuda_runtime.h>

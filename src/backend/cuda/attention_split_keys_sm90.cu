@@ -1,13 +1,14 @@
-// Split-keys attention (docs/design/split-keys-attention.md): a segment's keys in key_splits parts,
-// each on one CTA of a cluster of eight, merged through distributed shared memory.
+// Split-keys attention (docs/design/split-keys-attention.md): a segment's keys in key_splits = P
+// parts, each on one CTA of a cluster of P, merged through distributed shared memory.
 //
-// Grid: x = 8 x query tiles (clusters of eight CTAs along x: one cluster per query tile of 64
-// rows), y = q heads, z = segments. CTA `rank` of the cluster with rank < key_splits takes key
-// tiles [rank T / S, (rank + 1) T / S) of the segment's T tiles of 64 keys (S = key_splits), from a
-// fresh state, with the portable kernel's per-tile arithmetic (attention_portable_tile.cuh). It
-// leaves its rows' running max m, normaliser l and unnormalised O (fp32) in its shared memory.
-// After a cluster barrier, CTA r merges the rows congruent to r mod 8, one column per thread,
-// reading every part's state from the CTAs that hold it, in the parts' order:
+// One launch per part count P present. Grid: x = P x query tiles (clusters of P CTAs along x: one
+// cluster per query tile of 64 rows), y = q heads, z = segments; segments of other part counts
+// leave at once. CTA `rank` of the cluster takes key tiles [rank T / P, (rank + 1) T / P) of the
+// segment's T tiles of 64 keys, from a fresh state, with the portable kernel's per-tile
+// arithmetic (attention_portable_tile.cuh). It leaves its rows' running max m, normaliser l and
+// unnormalised O (fp32) in its shared memory. After a cluster barrier, CTA r merges the rows
+// congruent to r mod P, one column per thread, reading every part's state from the CTAs that hold
+// it, in the parts' order:
 //   m' = max(m, m_s);  l = l 2^((m - m') c) + l_s 2^((m_s - m') c);  O likewise;  m = m'
 // (parts without keys, m_s = -inf, are skipped), then stores O / l as bf16. A second barrier
 // keeps every CTA's shared memory alive until all merges have read it.
@@ -336,8 +337,8 @@ void launch(const AttentionArgs& args, cudaStream_t stream) {
 // The engine's ring (dev/cuda/split_keys_bench.cu times the others).
 constexpr int kEngineStages = 3;
 
-// Whether the current device runs the kernel in clusters of eight (a MIG slice or a smaller part
-// need not offer eight SMs of one GPC with the shared memory free).
+// Whether the current device runs the kernel in clusters of eight, the most parts (a MIG slice or a
+// smaller part need not offer eight SMs of one GPC with the shared memory free).
 bool device_runs_split_keys(int device) {
   const void* kernel = reinterpret_cast<const void*>(split_keys_attention_kernel<kEngineStages>);
   if (!device_runs_sm90a_kernel(device, kernel)) return false;
