@@ -282,18 +282,6 @@ void configure() {
                      configured);
 }
 
-int device_sm_count() {
-  static std::atomic<int> known[64] = {};
-  return count_once_per_device(known, [](int device) {
-    int count = 0;
-    if (cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return 0;
-    }
-    return count;
-  });
-}
-
 // Whether the parts run in turn on one CTA per query tile: when those CTAs alone already fill
 // every SM twice over (the kernel's occupancy), a cluster per tile would only add CTAs, each
 // short. Either way the bits are the same.

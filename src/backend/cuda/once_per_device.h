@@ -1,5 +1,5 @@
 // A question about the current device asked once per device ordinal and remembered: which
-// kernels it runs, how many clusters of a kernel it holds at once. Host code.
+// kernels it runs, how many clusters of a kernel it holds at once, how many SMs it has. Host code.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -42,6 +42,19 @@ int count_once_per_device(std::atomic<int> (&known)[64], Ask ask) {
     slot.store(value, std::memory_order_release);
   }
   return value - 1;
+}
+
+// The current device's SM count, asked once per device (0 when there is none).
+inline int device_sm_count() {
+  static std::atomic<int> known[64] = {};
+  return count_once_per_device(known, [](int device) {
+    int count = 0;
+    if (cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return 0;
+    }
+    return count;
+  });
 }
 
 // Whether `device` is compute capability 9.0 (the only one sm_90a code runs on) and this binary

@@ -212,18 +212,6 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
-int device_sm_count() {
-  static std::atomic<int> known[64] = {};
-  return count_once_per_device(known, [](int device) {
-    int count = 0;
-    if (cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return 0;
-    }
-    return count;
-  });
-}
-
 template <int kStrip, int kRowTiles, int kSub = 1, int kProbe = 0>
 void launch(const GemmArgs& args, cudaStream_t stream) {
   static std::atomic<uint64_t> configured{0};
@@ -306,7 +294,7 @@ bool small_rows_gemm_available() {
 }
 
 int small_rows_gemm_strip(int64_t n, int sm_count) {
-  if (sm_count <= 0) sm_count = small_rows_sm90::device_sm_count();
+  if (sm_count <= 0) sm_count = device_sm_count();
   for (const int strip : {128, 64, 32}) {
     if (n % strip == 0 && n / strip >= sm_count) return strip;
   }
