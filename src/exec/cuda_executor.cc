@@ -381,15 +381,7 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
     args.q_heads = c.heads, args.kv_heads = c.kv_heads, args.head_dim = c.head_dim;
     args.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
     args.segments = device_segments, args.segment_count = static_cast<int64_t>(host_segments.size());
-    for (const AttentionSegment& segment : host_segments) {
-      args.max_q_rows = std::max(args.max_q_rows, segment.q_count);
-      if (segment.key_splits > 0) {
-        args.max_split_q_rows = std::max(args.max_split_q_rows, segment.q_count);
-        args.split_part_counts |= uint32_t{1} << segment.key_splits;
-      } else {
-        ++args.unsplit_segments;
-      }
-    }
+    cuda::summarize_segments(args, host_segments);
     if (graph.cached()) args.kv_pages = device_kv_pages, args.page_rows = graph.kv_page_rows;
     cuda::attention(args, on);
   };

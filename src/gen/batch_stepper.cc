@@ -167,8 +167,6 @@ BatchStepSummary BatchStepper::step(const StepObserver& observe) {
     forward.output = runner_.run(input);
     const double forward_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - forward_start).count();
-    summary.forward_seconds += forward_seconds;
-    summary.forward_host_seconds += forward.output.host_seconds;
     for (Member* m : forward.members) {
       m->forward_seconds += forward_seconds;
       m->forward_host_seconds += forward.output.host_seconds;

@@ -76,8 +76,6 @@ struct BatchStepSummary {
   ChunkConfig chunks;
   // Of the forward with the larger planned peak; a cached step's include its sequences' KV cache.
   uint64_t planned_peak = 0, lower_bound = 0, average_live = 0, arena_bytes = 0;
-  // Its forwards' wall time and the host's part of it (GenerationResult::forward_seconds).
-  double forward_seconds = 0, forward_host_seconds = 0;
 };
 
 // Called once per unfinished request after its step, in id order. The spans are valid during

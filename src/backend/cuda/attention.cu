@@ -103,9 +103,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     const int valid = work.key_valid(t);
     const uint32_t stage = (t & 1) * kKVBytes;
     load_tile<kHeadDim, kBlockN, kElements, kThreads>(k_tiles + stage, work.k_tile(args, t), args.k_stride, valid,
-                                            args.head_dim);
+                                                      args.head_dim);
     load_tile<kHeadDim, kBlockN, kElements, kThreads>(v_tiles + stage, work.v_tile(args, t), args.v_stride, valid,
-                                            args.head_dim);
+                                                      args.head_dim);
   };
 
   load_tile<kHeadDim, kBlockM, kElements, kThreads>(q_tile, work.q(args), args.q_stride, q_valid, args.head_dim);

@@ -7,7 +7,9 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <span>
 
 #include "core/attention_segment.h"
 
@@ -52,6 +54,22 @@ struct AttentionArgs {
 };
 
 void attention(const AttentionArgs& args, cudaStream_t stream);
+
+// Sets the fields attention() reads from the segments' host copy: max_q_rows, and for split-keys
+// segments max_split_q_rows, unsplit_segments and split_part_counts.
+inline void summarize_segments(AttentionArgs& args, std::span<const AttentionSegment> host_segments) {
+  args.max_q_rows = args.max_split_q_rows = args.unsplit_segments = 0;
+  args.split_part_counts = 0;
+  for (const AttentionSegment& s : host_segments) {
+    args.max_q_rows = std::max(args.max_q_rows, s.q_count);
+    if (s.key_splits > 0) {
+      args.max_split_q_rows = std::max(args.max_split_q_rows, s.q_count);
+      args.split_part_counts |= uint32_t{1} << s.key_splits;
+    } else {
+      ++args.unsplit_segments;
+    }
+  }
+}
 
 // The head dimensions the kernels take: 64, 80, 96, 128 and 256 at full speed (16-byte aligned
 // rows), any other up to 256 through the next of those widths with element-wise copies. A model

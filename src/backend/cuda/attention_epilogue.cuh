@@ -14,13 +14,15 @@ namespace mosaic::cuda {
 // 1 / l, or 0 for a row without keys, so that its output is zeros, not NaN.
 __device__ __forceinline__ float row_inverse(float total) { return total > 0.0f ? __frcp_rn(total) : 0.0f; }
 
-// 1 / l for the row whose four shares of l the lanes of a quad hold (added in a fixed butterfly).
-__device__ __forceinline__ float quad_row_inverse(float share) {
-  float total = share;
-  total = __fadd_rn(total, __shfl_xor_sync(0xffffffffu, total, 1));
-  total = __fadd_rn(total, __shfl_xor_sync(0xffffffffu, total, 2));
-  return row_inverse(total);
+// l for the row whose four shares of l the lanes of a quad hold, added in a fixed butterfly
+// (every lane of the quad gets the same bits).
+__device__ __forceinline__ float quad_total(float share) {
+  share = __fadd_rn(share, __shfl_xor_sync(0xffffffffu, share, 1));
+  return __fadd_rn(share, __shfl_xor_sync(0xffffffffu, share, 2));
 }
+
+// 1 / l for that row.
+__device__ __forceinline__ float quad_row_inverse(float share) { return row_inverse(quad_total(share)); }
 
 // A warp's rows row0 .. row0 + 15 of a bf16 tile staged in shared memory (16-byte chunk `chunk`
 // of row r at tile + offset(r, chunk)) to out (row r at out + r * out_stride), 16 bytes per lane;

@@ -65,7 +65,6 @@ constexpr uint32_t kKVBytes = Layout::bytes(kBlockN);
 constexpr uint32_t kPartO = 0, kPartMax = kBlockM * kHeadDim * 4, kPartSum = kPartMax + kBlockM * 4;
 
 // kStages: K/V tiles in flight (a ring of stages); kStages - 1 are loading while one is computed.
-// kProbe (the workbench's, 0 in the engine): 1 leaves out the merge, 2 the merge and the math.
 template <int kStages>
 constexpr int shared_bytes() {
   return static_cast<int>(kQBytes + 2 * kStages * kKVBytes);
@@ -133,15 +132,10 @@ __device__ __forceinline__ MergeWeights merge_weights(float m, float m_s, float 
 __device__ __forceinline__ float merge_value(float value, float value_s, const MergeWeights& w) {
   return __fmaf_rn(value_s, w.take, __fmul_rn(value, w.keep));
 }
-// A part's normaliser for the thread's row: its quad's shares, summed in quad_row_inverse's butterfly
-// (every lane of the quad gets the same bits).
-__device__ __forceinline__ float quad_total(float share) {
-  share = __fadd_rn(share, __shfl_xor_sync(0xffffffffu, share, 1));
-  return __fadd_rn(share, __shfl_xor_sync(0xffffffffu, share, 2));
-}
 
 #endif
 
+// kProbe (the workbench's, 0 in the engine): 1 leaves out the merge, 2 the merge and the math.
 template <int kStages, int kProbe = 0>
 __global__ void __launch_bounds__(kThreads, kStages <= 3 ? 2 : 1)
     split_keys_attention_kernel(const KernelArgs args, int64_t segment_offset) {
@@ -154,9 +148,9 @@ __global__ void __launch_bounds__(kThreads, kStages <= 3 ? 2 : 1)
   // runs the segments of one part count, its cluster size.
   if (work.segment.key_splits != static_cast<int64_t>(parts_here) || work.past_queries()) return;
   const int q_valid = work.q_valid();
-  const int64_t parts = work.segment.key_splits, tiles = work.kv_tiles();
-  const int first_tile = static_cast<int>(rank * tiles / parts);
-  const int end_tile = static_cast<int>((rank + 1) * tiles / parts);
+  const int64_t tiles = work.kv_tiles();
+  const int first_tile = static_cast<int>(rank * tiles / parts_here);
+  const int end_tile = static_cast<int>((rank + 1) * tiles / parts_here);
 
   extern __shared__ __align__(128) unsigned char smem[];
   const uint32_t q_tile = smem_address(smem);
@@ -167,7 +161,7 @@ __global__ void __launch_bounds__(kThreads, kStages <= 3 ? 2 : 1)
   Rows rows;
   walk_part<kStages, kProbe>(args, work, first_tile, end_tile, q_tile, true, warp_active, rows);
 
-  // This part's state: l summed over the quad in the same butterfly as quad_row_inverse.
+  // This part's state: l summed over the quad (quad_total, as quad_row_inverse sums it).
   if (warp_active) {
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
@@ -188,7 +182,7 @@ __global__ void __launch_bounds__(kThreads, kStages <= 3 ? 2 : 1)
   if constexpr (kProbe > 0) return;
   sm90::cluster_sync();
 
-  // Merge rows rank, rank + 8, ... of the tile, column threadIdx.x of each, over the parts in
+  // Merge rows rank, rank + P, ... of the tile, column threadIdx.x of each, over the parts in
   // order; every part's values are loaded before the first is used (remote loads are slow).
   const int column = static_cast<int>(threadIdx.x);
   __nv_bfloat16* out = work.out(args);
@@ -196,7 +190,7 @@ __global__ void __launch_bounds__(kThreads, kStages <= 3 ? 2 : 1)
     float m_s[kCluster], l_s[kCluster], o_s[kCluster];
 #pragma unroll
     for (uint32_t s = 0; s < kCluster; ++s) {
-      if (s < parts) {
+      if (s < parts_here) {
         m_s[s] = sm90::ld_cluster_shared_f32(sm90::cluster_shared_address(part + kPartMax + row * 4, s));
         l_s[s] = sm90::ld_cluster_shared_f32(sm90::cluster_shared_address(part + kPartSum + row * 4, s));
         o_s[s] = sm90::ld_cluster_shared_f32(
@@ -206,7 +200,7 @@ __global__ void __launch_bounds__(kThreads, kStages <= 3 ? 2 : 1)
     float m = -INFINITY, l = 0.0f, o = 0.0f;
 #pragma unroll
     for (uint32_t s = 0; s < kCluster; ++s) {
-      if (s >= parts || m_s[s] == -INFINITY) continue;  // a part without keys
+      if (s >= parts_here || m_s[s] == -INFINITY) continue;  // a part without keys
       const MergeWeights w = merge_weights(m, m_s[s], args.scale_log2);
       l = merge_value(l, l_s[s], w);
       o = merge_value(o, o_s[s], w);
@@ -240,8 +234,8 @@ __global__ void __launch_bounds__(kThreads, kStages <= 3 ? 2 : 1)
   float o[Rows::kONTiles][4] = {};
   for (int p = 0; p < parts; ++p) {
     Rows rows;
-    walk_part<kStages, 0>(args, work, static_cast<int>(p * tiles / parts), static_cast<int>((p + 1) * tiles / parts),
-                          q_tile, p == 0, warp_active, rows);
+    const int first_tile = static_cast<int>(p * tiles / parts), end_tile = static_cast<int>((p + 1) * tiles / parts);
+    walk_part<kStages, 0>(args, work, first_tile, end_tile, q_tile, p == 0, warp_active, rows);
     if (!warp_active) continue;
 #pragma unroll
     for (int half = 0; half < 2; ++half) {

@@ -102,15 +102,7 @@ struct Problem {
     args.scale = scale();
     args.segments = static_cast<const AttentionSegment*>(device_segments.data);
     args.segment_count = static_cast<int64_t>(segments.size());
-    for (const AttentionSegment& s : segments) {
-      args.max_q_rows = std::max(args.max_q_rows, s.q_count);
-      if (s.key_splits > 0) {
-        args.max_split_q_rows = std::max(args.max_split_q_rows, s.q_count);
-        args.split_part_counts |= uint32_t{1} << s.key_splits;
-      } else {
-        ++args.unsplit_segments;
-      }
-    }
+    summarize_segments(args, segments);
     args.kernel = kernel, args.split_keys = split_keys;
     attention(args, nullptr);
     MOSAIC_CUDA_CHECK(cudaGetLastError());

@@ -1,6 +1,7 @@
 // The launch configuration of a kernel that runs in clusters of CTAs along x — of two for the
-// Hopper kernels' paired CTAs, which multicast shared tiles into each other; of eight for the
-// split-keys attention — for cudaLaunchKernelEx and cudaOccupancyMaxActiveClusters. Host code.
+// Hopper kernels' paired CTAs, which multicast shared tiles into each other; of one per part (up
+// to eight) for the split-keys attention — for cudaLaunchKernelEx and
+// cudaOccupancyMaxActiveClusters. Host code.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -72,6 +72,9 @@ struct Stages {
   int shared_bytes() const { return 1024 + kBarrierBytes + count * static_cast<int>(stage_bytes) + kTailBytes; }
 };
 
+// Whether the strips do not outnumber the SMs: one CTA per SM, with the larger stage budget.
+bool strips_fit_one_per_sm(int64_t n, int strip) { return n / strip <= device_sm_count(); }
+
 Stages stages_for(int64_t m, int strip, bool one_cta_per_sm, int k_subtiles) {
   Stages s;
   s.a_bytes = static_cast<uint32_t>(a_rows_of(m) * 128);
@@ -223,7 +226,7 @@ void launch(const GemmArgs& args, cudaStream_t stream) {
                  static_cast<long long>(args.k), kBlockK * kSub);
     std::abort();
   }
-  const Stages stages = stages_for(args.m, kStrip, args.n / kStrip <= device_sm_count(), kSub);
+  const Stages stages = stages_for(args.m, kStrip, strips_fit_one_per_sm(args.n, kStrip), kSub);
   AMaps a_maps{};  // only the box sizes the stages load: each encoding is host work on every call
   for (int size = 0; size < 4; ++size) {
     if (box_used(a_rows_of(args.m), size))
@@ -244,16 +247,14 @@ constexpr int kMinStages = 6;
 int k_subtiles_for(int64_t m, int strip, bool one_cta_per_sm, int64_t k_tiles) {
   if (!one_cta_per_sm) return 1;
   for (const int sub : {4, 2}) {
-    const Stages s = stages_for(m, strip, true, sub);
-    if (k_tiles % sub == 0 && kOneCtaStageBytes / static_cast<int>(s.stage_bytes) >= kMinStages) return sub;
+    if (k_tiles % sub == 0 && stages_for(m, strip, true, sub).count >= kMinStages) return sub;
   }
   return 1;
 }
 
 template <int kStrip, int kRowTiles>
 void launch_strip(const GemmArgs& args, cudaStream_t stream) {
-  const bool one_cta_per_sm = args.n / kStrip <= device_sm_count();
-  switch (k_subtiles_for(args.m, kStrip, one_cta_per_sm, args.k / kBlockK)) {
+  switch (k_subtiles_for(args.m, kStrip, strips_fit_one_per_sm(args.n, kStrip), args.k / kBlockK)) {
     case 4: return launch<kStrip, kRowTiles, 4>(args, stream);
     case 2: return launch<kStrip, kRowTiles, 2>(args, stream);
     default: return launch<kStrip, kRowTiles, 1>(args, stream);
