@@ -242,6 +242,7 @@ std::chrono::steady_clock::time_point CudaExecutor::last_launch_end() const { re
 cudaStream_t CudaExecutor::stream() const { return impl_->stream; }
 
 size_t CudaExecutor::graph_replays() const { return impl_->graphs.replays(); }
+bool CudaExecutor::graphs_enabled() const { return impl_->graphs.enabled(); }
 
 uint64_t CudaExecutor::workspace_bytes() const {
   return impl_->gemm.workspace_bytes() + impl_->segments.size + impl_->sampling.size +
@@ -565,7 +566,7 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
     enqueue_forward();
   } else {
     x.graphs.run(launch_signature(graph, address, segments, device_sampling, device_kv_pages, all_greedy), stream,
-                 enqueue_forward);
+                 enqueue_forward, io.shape_repeats);
   }
   CudaStepResult result;
   if (committed != nullptr) {

@@ -36,6 +36,9 @@ struct DeviceStepIo {
   bool copy_output = true;  // false: the output tensor stays on the device
   // A cached step's resident tensors: the layers' regions of this KV cache.
   const CudaKvCache* cache = nullptr;
+  // The caller expects this shape again (a step padded for replays, exec/replay_padding.h): its
+  // CUDA graph is captured at the first sighting instead of the second.
+  bool shape_repeats = false;
 };
 
 struct CudaStepResult {
@@ -64,6 +67,7 @@ class CudaExecutor {
   std::chrono::steady_clock::time_point last_launch_end() const;
   // Steps whose forward was launched as a replayed CUDA graph (exec/cuda_step_graphs.h).
   size_t graph_replays() const;
+  bool graphs_enabled() const;  // whether steps may replay graphs (MOSAIC_CUDA_GRAPHS, a failed capture)
 
   uint64_t weight_bytes() const;      // device bytes of the uploaded weights
   uint64_t workspace_bytes() const;   // cuBLASLt workspace and small per-step buffers

@@ -24,7 +24,8 @@ CudaStepGraphs::~CudaStepGraphs() {
   for (Entry& entry : graphs_) cudaGraphExecDestroy(entry.graph);  // errors ignored
 }
 
-void CudaStepGraphs::run(Signature signature, cudaStream_t stream, const std::function<void()>& enqueue) {
+void CudaStepGraphs::run(Signature signature, cudaStream_t stream, const std::function<void()>& enqueue,
+                         bool expect_repeats) {
   if (!enabled_) {
     enqueue();
     return;
@@ -34,16 +35,20 @@ void CudaStepGraphs::run(Signature signature, cudaStream_t stream, const std::fu
     MOSAIC_CUDA_CHECK(cudaGraphLaunch(cached->graph, stream));
     graphs_.splice(graphs_.begin(), graphs_, cached);
     ++replays_;
+    last_capture_replayed_ = true;
     return;
   }
+  // A shape the caller expects again is captured at once while captures pay off: the last one
+  // captured was replayed (a serving batch whose shape changes every step turns this off).
+  const bool eager = expect_repeats && last_capture_replayed_;
   const auto seen = std::ranges::find(seen_once_, signature);
-  if (seen == seen_once_.end()) {
+  if (seen == seen_once_.end() && !eager) {
     seen_once_.push_front(std::move(signature));
     if (seen_once_.size() > kSeenOnceCapacity) seen_once_.pop_back();
     enqueue();
     return;
   }
-  seen_once_.erase(seen);
+  if (seen != seen_once_.end()) seen_once_.erase(seen);
   if (!capture(std::move(signature), stream, enqueue)) enqueue();
 }
 
@@ -77,6 +82,11 @@ bool CudaStepGraphs::capture(Signature signature, cudaStream_t stream, const std
     return true;
   }
   if (status != cudaSuccess) return give_up("capture", status);
+  if (graphs_.size() >= capacity_ && update_least_recent(signature, graph)) {
+    cudaGraphDestroy(graph);
+    MOSAIC_CUDA_CHECK(cudaGraphLaunch(graphs_.front().graph, stream));
+    return true;
+  }
   cudaGraphExec_t exec = nullptr;
   // Kernel nodes keep the priority of the stream they were captured from (the executor's tail
   // stream ranks below the step's: exec/attention_tail_split.h).
@@ -86,10 +96,26 @@ bool CudaStepGraphs::capture(Signature signature, cudaStream_t stream, const std
 
   MOSAIC_CUDA_CHECK(cudaGraphLaunch(exec, stream));
   graphs_.push_front(Entry{std::move(signature), exec});
+  last_capture_replayed_ = false;
   if (graphs_.size() > capacity_) {
     cudaGraphExecDestroy(graphs_.back().graph);
     graphs_.pop_back();
   }
+  return true;
+}
+
+bool CudaStepGraphs::update_least_recent(Signature& signature, cudaGraph_t graph) {
+  // Nothing of the least recent graph is in flight: every step waits for its own work.
+  Entry& least = graphs_.back();
+  cudaGraphExecUpdateResultInfo info{};
+  if (cudaGraphExecUpdate(least.graph, graph, &info) != cudaSuccess) {
+    (void)cudaGetLastError();  // another topology: the caller instantiates (the entry is evicted there)
+    return false;
+  }
+  least.signature = std::move(signature);
+  graphs_.splice(graphs_.begin(), graphs_, std::prev(graphs_.end()));
+  ++updates_;
+  last_capture_replayed_ = false;
   return true;
 }
 

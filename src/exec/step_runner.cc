@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/format_bytes.h"
 #include "exec/kv_cache_views.h"
+#include "exec/replay_padding.h"
 #include "plan/step_memory.h"
 
 #ifdef MOSAIC_HAVE_CUDA
@@ -169,11 +170,12 @@ StepOutput CpuStepRunner::run(const StepInput& input) {
 
 CudaStepRunner::CudaStepRunner(const Model& model, int device, std::optional<uint64_t> budget)
     : model_(model),
-      budget_(budget),
       device_(device),
+      replay_padding_(replay_padding_from_environment()),
       executor_(std::make_unique<CudaExecutor>(model, device)),
       canvases_(std::make_unique<DeviceCanvases>(executor_->stream())),
-      arena_(make_cuda_arena(device)) {
+      arena_(make_cuda_arena(device)),
+      budget_(budget) {
   const uint64_t scratch = CudaExecutor::head_scratch_per_row(model.config().vocab);
   logits_options_ = graph_options(DType::bf16, HeadMode::logits);
   stats_options_ = graph_options(DType::bf16, HeadMode::stats, scratch);
@@ -267,8 +269,13 @@ size_t CudaStepRunner::graph_replays() {
   return executor_->graph_replays();
 }
 
-StepOutput CudaStepRunner::run(const StepInput& input) {
+StepOutput CudaStepRunner::run(const StepInput& unpadded) {
   const auto start = std::chrono::steady_clock::now();
+  // Small steps take every row their computed positions predict, so that a block's steps share
+  // one shape and replay one CUDA graph (exec/replay_padding.h); the output is unpadded below.
+  std::optional<PaddedStep> padded;
+  if (replay_padding_ && executor_->graphs_enabled()) padded = pad_candidates_for_replay(model_.config(), unpadded);
+  const StepInput& input = padded ? padded->input : unpadded;
   PackedBatch packed = pack_batch(model_.config(), input.sequences);
   StepShape shape = step_shape_of(model_.config(), input.sequences);
   const bool cached = cached_batch(input.sequences);
@@ -312,6 +319,7 @@ StepOutput CudaStepRunner::run(const StepInput& input) {
   io.commits = commits;
   io.copy_output = host_needs_rows;
   io.cache = cached ? cache_.get() : nullptr;
+  io.shape_repeats = padded.has_value();
   CudaStepResult result = executor_->run(graph, *planned, *arena_, packed,
                                          input.keep_logits ? std::span<const HeadRowSampling>() : input.sampling, io);
   for (size_t c = 0; c < commits.size(); ++c) {
@@ -323,6 +331,7 @@ StepOutput CudaStepRunner::run(const StepInput& input) {
   out.values = std::move(result.values);
   out.committed = std::move(result.committed);
   out.cols = input.keep_logits ? model_.config().vocab : int64_t{kHeadStatCount};
+  if (padded) unpad_output(*padded, out);
   report_memory(*planned, graph, out);
   out.host_seconds = std::chrono::duration<double>(executor_->last_launch_end() - start).count();
   out.arena_bytes = arena_->mapped();

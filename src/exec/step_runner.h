@@ -174,6 +174,8 @@ class CudaStepRunner final : public StepRunner {
 
  private:
   const Model& model_;
+  int device_ = 0;
+  bool replay_padding_ = true;  // MOSAIC_REPLAY_PADDING=0: off (exec/replay_padding.h)
   std::unique_ptr<CudaExecutor> executor_;
   std::unique_ptr<DeviceCanvases> canvases_;
   std::unique_ptr<CudaArena> arena_;
@@ -182,7 +184,6 @@ class CudaStepRunner final : public StepRunner {
   std::optional<uint64_t> budget_;
   std::unique_ptr<StepPlanner> logits_planner_, stats_planner_;
   GraphOptions logits_options_, stats_options_;
-  int device_ = 0;
   KvPagePool pages_{kCudaCachePageRows};
   std::unique_ptr<CudaKvCache> cache_;  // made at the first reservation
   mutable std::mutex mutex_;

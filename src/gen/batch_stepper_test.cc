@@ -21,6 +21,7 @@
 #include "gen/generator.h"
 #include "gen/position_select.h"
 #include "gen/step_bound.h"
+#include "exec/replay_padding.h"
 #include "model/test_model.h"
 
 namespace mosaic {
@@ -243,6 +244,17 @@ class BatchStepperTest : public ::testing::TestWithParam<Family> {
     cases_ = GetParam() == Family::dream ? dream_cases() : llada_cases();
   }
   const ModelConfig& config() const { return model_->config(); }
+  // Every case as a request. A logits step (top-p / top-k, CFG) makes every request of that step
+  // commit on the host; those requests are shortened so that the others go on on the device after them.
+  std::vector<GenerationRequest> requests_with_short_logit_steps() const {
+    std::vector<GenerationRequest> requests;
+    for (const Case& c : cases_) {
+      requests.push_back({c.prompt, c.options});
+      GenerationOptions& o = requests.back().options;
+      if (o.cfg_scale > 0 || o.top_p || o.top_k) o.gen_length = 4, o.steps = 2;
+    }
+    return requests;
+  }
   std::unique_ptr<Model> model_;
   std::unique_ptr<CpuStepRunner> runner_;
   std::vector<Case> cases_;
@@ -403,15 +415,8 @@ TEST_P(BatchStepperTest, RemovingARequestMidwayLeavesTheOthersAlone) {
 }
 
 TEST_P(BatchStepperTest, DeviceCommitGivesTheHostCommitsTokens) {
-  // Covered and uncovered requests share the steps. A logits step (top-p / top-k, CFG) makes
-  // every request of that step commit on the host; those requests are shortened so that the
-  // others go on on the device after them.
-  std::vector<GenerationRequest> requests;
-  for (const Case& c : cases_) {
-    requests.push_back({c.prompt, c.options});
-    GenerationOptions& o = requests.back().options;
-    if (o.cfg_scale > 0 || o.top_p || o.top_k) o.gen_length = 4, o.steps = 2;
-  }
+  // Covered and uncovered requests share the steps.
+  const std::vector<GenerationRequest> requests = requests_with_short_logit_steps();
   EmulatedDeviceCommitRunner device(*runner_);
   const std::vector<GenerationResult> got = generate(config(), device, requests);
   const std::vector<GenerationResult> expected = generate(config(), *runner_, requests);
@@ -434,6 +439,57 @@ TEST_P(BatchStepperTest, ResidentCanvasesChangeOnlyByTheirOwnCommits) {
   EXPECT_GT(device.device_commits, 0);
   EXPECT_EQ(device.host_changes, 0);
   EXPECT_TRUE(device.held.empty());
+}
+
+// Pads every step it can for CUDA graph replays (exec/replay_padding.h) and unpads the output,
+// as the CUDA runner does, around a CPU runner.
+class PaddingRunner final : public StepRunner {
+ public:
+  PaddingRunner(const ModelConfig& config, StepRunner& inner) : config_(config), inner_(inner) {}
+  StepOutput run(const StepInput& input) override {
+    const std::optional<PaddedStep> padded = pad_candidates_for_replay(config_, input);
+    if (!padded) return inner_.run(input);
+    ++padded_steps;
+    StepOutput out = inner_.run(padded->input);
+    unpad_output(*padded, out);
+    return out;
+  }
+  bool commits_on_device() const override { return inner_.commits_on_device(); }
+  void release_canvas(uint64_t canvas_id) override { inner_.release_canvas(canvas_id); }
+  uint64_t reserve_cache(int64_t positions) override { return inner_.reserve_cache(positions); }
+  void release_cache(uint64_t id) override { inner_.release_cache(id); }
+  KvCacheStats cache_stats() const override { return inner_.cache_stats(); }
+  int64_t padded_steps = 0;
+
+ private:
+  const ModelConfig& config_;
+  StepRunner& inner_;
+};
+
+TEST_P(BatchStepperTest, StepsPaddedForReplaysChangeNoToken) {
+  std::vector<GenerationRequest> requests;
+  for (const Case& c : cases_) requests.push_back({c.prompt, c.options});
+  PaddingRunner padding(config(), *runner_);
+  for (size_t i = 0; i < cases_.size(); ++i)  // alone: every cached and full step of its own
+    expect_same(alone(config(), padding, cases_[i]), alone(config(), *runner_, cases_[i]), i);
+  const std::vector<GenerationResult> got = generate(config(), padding, requests);
+  const std::vector<GenerationResult> expected = generate(config(), *runner_, requests);
+  for (size_t i = 0; i < cases_.size(); ++i) expect_same(got[i], expected[i], i);
+  EXPECT_GT(padding.padded_steps, 0);
+}
+
+// As in the CUDA runner, padding comes before the device commit: sequences that commit on the
+// device keep their rows, the others are padded beside them, and each gets its own rows back.
+TEST_P(BatchStepperTest, PaddedStepsBesideDeviceCommitsChangeNoToken) {
+  const std::vector<GenerationRequest> requests = requests_with_short_logit_steps();
+  EmulatedDeviceCommitRunner device(*runner_);
+  PaddingRunner padding(config(), device);
+  const std::vector<GenerationResult> got = generate(config(), padding, requests);
+  const std::vector<GenerationResult> expected = generate(config(), *runner_, requests);
+  for (size_t i = 0; i < cases_.size(); ++i) expect_same(got[i], expected[i], i);
+  EXPECT_GT(padding.padded_steps, 0);
+  EXPECT_GT(device.device_commits, 0);
+  EXPECT_TRUE(device.held.empty()) << "every canvas is released";
 }
 
 TEST_P(BatchStepperTest, BadRequestsAreRefusedWithoutJoining) {

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 
 #include "backend/cuda/cuda_check.h"
@@ -29,6 +30,13 @@ class CudaStepGraphsTest : public ::testing::Test {
   }
   // Sets every byte of the device word to `byte`, on the stream.
   void set(int byte) { MOSAIC_CUDA_CHECK(cudaMemsetAsync(word_, byte, 4, stream_)); }
+  // A step that counts its calls and sets the word to `byte`.
+  std::function<void()> counted_set(int& calls, int byte) {
+    return [this, &calls, byte] {
+      ++calls;
+      set(byte);
+    };
+  }
   uint32_t word() {
     MOSAIC_CUDA_CHECK(cudaStreamSynchronize(stream_));
     uint32_t value = 0;
@@ -43,12 +51,7 @@ class CudaStepGraphsTest : public ::testing::Test {
 TEST_F(CudaStepGraphsTest, CapturesTheSecondSightingAndReplaysTheThird) {
   CudaStepGraphs graphs;
   int calls = 0;
-  auto enqueue = [&](int byte) {
-    return [&, byte] {
-      ++calls;
-      set(byte);
-    };
-  };
+  auto enqueue = [&](int byte) { return counted_set(calls, byte); };
   graphs.run({1, 2}, stream_, enqueue(0x11));  // direct
   EXPECT_EQ(word(), 0x11111111u);
   graphs.run({1, 2}, stream_, enqueue(0x22));  // captured (the byte is a host value: baked in)
@@ -62,6 +65,49 @@ TEST_F(CudaStepGraphsTest, CapturesTheSecondSightingAndReplaysTheThird) {
   EXPECT_EQ(word(), 0x44444444u);
   EXPECT_EQ(calls, 3);
   EXPECT_TRUE(graphs.enabled());
+}
+
+TEST_F(CudaStepGraphsTest, ShapesExpectedToRepeatAreCapturedAtOnceWhileCapturesPayOff) {
+  CudaStepGraphs graphs;
+  int calls = 0;
+  auto enqueue = [&](int byte) { return counted_set(calls, byte); };
+  graphs.run({7}, stream_, enqueue(0x11), /*expect_repeats=*/true);  // nothing replayed yet: direct
+  graphs.run({7}, stream_, enqueue(0x22), true);                     // captured
+  graphs.run({7}, stream_, enqueue(0x33), true);                     // replayed: captures pay off
+  EXPECT_EQ(calls, 2);
+  graphs.run({8}, stream_, enqueue(0x44), true);  // captured at its first sighting
+  EXPECT_EQ(word(), 0x44444444u);
+  set(0);
+  graphs.run({8}, stream_, enqueue(0x55), true);  // replayed
+  EXPECT_EQ(word(), 0x44444444u);
+  EXPECT_EQ(calls, 3);
+  EXPECT_EQ(graphs.replays(), 2u);
+  graphs.run({9}, stream_, enqueue(0x66), true);   // captured at once, never replayed...
+  graphs.run({10}, stream_, enqueue(0x77), true);  // ...so the next first sighting runs directly
+  graphs.run({10}, stream_, enqueue(0x77), false); // and is captured at its second
+  graphs.run({10}, stream_, enqueue(0x77), false); // replayed
+  EXPECT_EQ(calls, 6);
+  EXPECT_EQ(graphs.replays(), 3u);
+}
+
+TEST_F(CudaStepGraphsTest, WithEverySlotTakenACaptureUpdatesTheLeastRecentGraph) {
+  CudaStepGraphs graphs(1);
+  int calls = 0;
+  auto enqueue = [&](int byte) { return counted_set(calls, byte); };
+  graphs.run({1}, stream_, enqueue(0x11), true);
+  graphs.run({1}, stream_, enqueue(0x22), true);  // captured: the one slot
+  EXPECT_EQ(graphs.updates(), 0u);
+  graphs.run({2}, stream_, enqueue(0x33), true);
+  graphs.run({2}, stream_, enqueue(0x44), true);  // captured into {1}'s graph
+  EXPECT_EQ(graphs.updates(), 1u);
+  EXPECT_EQ(word(), 0x44444444u);
+  set(0);
+  graphs.run({2}, stream_, enqueue(0x55));  // replays the updated graph
+  EXPECT_EQ(word(), 0x44444444u);
+  EXPECT_EQ(graphs.replays(), 1u);
+  graphs.run({1}, stream_, enqueue(0x66));  // {1} is gone: direct
+  EXPECT_EQ(word(), 0x66666666u);
+  EXPECT_EQ(calls, 5);
 }
 
 TEST_F(CudaStepGraphsTest, ACaptureCudaRefusesFallsBackToDirectLaunches) {

@@ -21,6 +21,7 @@
 #include "backend/cuda/attention_split_keys.h"
 #include "backend/cuda/gate_up_swiglu.h"
 #include "exec/cuda_step_graphs.h"
+#include "exec/replay_padding.h"
 #include "exec/step_runner.h"
 #include "gen/generator.h"
 #include "mem/cuda_arena.h"
@@ -473,11 +474,14 @@ TEST_P(CudaStep, CachedGenerationsMatchTheCpuAtEveryStep) {
     for (size_t r = 0; r < requests.size(); ++r) EXPECT_EQ(driven[r].canvas, expected[r].canvas) << what;
     lockstep.expect_agreement(what);
     EXPECT_EQ(gpu.cache_stats().pages_used, 0) << what;
+    // Each block's steps keep one shape once padded (exec/replay_padding.h), so they replay.
+    if (CudaStepGraphs().enabled() && replay_padding_from_environment() && options.cache == CacheMode::prefix)
+      EXPECT_GT(gpu.graph_replays(), 0u) << what;
     std::printf("  %s %s: %lld steps, %lld rows, %lld near-ties, %lld decided otherwise, max |logit error| %.4f"
-                " (95th percentile %.4f)\n",
+                " (95th percentile %.4f), %zu graph replays\n",
                 tiny_model_name(GetParam()).c_str(), what, (long long)lockstep.steps_, (long long)lockstep.rows_,
                 (long long)lockstep.near_ties_, (long long)lockstep.mismatched_, lockstep.max_error_,
-                lockstep.bounded_error());
+                lockstep.bounded_error(), gpu.graph_replays());
   };
   GenerationOptions options;
   options.gen_length = 24, options.steps = 24, options.block_length = 8;
