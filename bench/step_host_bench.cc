@@ -1,8 +1,8 @@
-// The host's share of a small cached step, without the GPU: what CudaStepRunner::run does before
-// its kernels are enqueued — padding for replays, packing, the step's shape and cache views, the
-// chunk choice, the graph of the step and its plan (a cache hit after the first) — for D2F's
-// characterization shape on LLaDA-8B (64 computed rows after a 256-token prompt, 20 masked,
-// block-causal). docs/PERFORMANCE.md, "Replay padding".
+// The host's part of a step, without the GPU: what CudaStepRunner::run does before its kernels
+// are enqueued — padding for replays, packing, the step's shape and cache views, the chunk
+// choice, the graph of the step and its plan (a cache hit after the first). For D2F's
+// characterization shape on LLaDA-8B (64 computed rows after a 256-token prompt, 19 masked,
+// block-causal), and for chunked full steps at 32k. docs/PERFORMANCE.md, "Small steps padded".
 #include <benchmark/benchmark.h>
 
 #include <numeric>
@@ -60,6 +60,31 @@ void HostPathOfASmallCachedStep(benchmark::State& state) {
 
 // Arg: 1 = padded for replays (the CUDA runner's default), 0 = mask-only rows.
 BENCHMARK(HostPathOfASmallCachedStep)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+
+// A full step of L rows (L / 8 candidates) chunked as the tightest budget chunks LLaDA-8B at
+// 32k, the graph instantiated and its plan found in the cache, as every step after the first.
+void HostPathOfAChunkedFullStep(benchmark::State& state) {
+  const ModelConfig config = test_model_preset(Family::llada, "llada-8b");
+  const int64_t L = state.range(0);
+  const ChunkConfig chunks{state.range(1), state.range(2), state.range(3), state.range(4)};
+  GraphOptions options{DType::bf16, HeadMode::stats};
+  options.head_scratch_per_row = 4096;
+  StepPlanner planner(config, options);
+  const StepShape shape{{L}, {L / 8}};
+  for (auto _ : state) {
+    const Graph graph = planner.instantiate(shape, chunks);
+    const auto planned = planner.plan(graph);
+    benchmark::DoNotOptimize(planned->plan.peak_bytes);
+  }
+  state.counters["ops"] = static_cast<double>(planner.instantiate(shape, chunks).ops.size());
+}
+
+// Args: L, then chunk counts qkv, attention, ffn, head.
+BENCHMARK(HostPathOfAChunkedFullStep)
+    ->Args({32768, 1, 1, 1, 1})
+    ->Args({32768, 17, 34, 8, 2})
+    ->Args({32768, 32, 64, 64, 8})
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

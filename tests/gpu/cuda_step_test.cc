@@ -475,8 +475,9 @@ TEST_P(CudaStep, CachedGenerationsMatchTheCpuAtEveryStep) {
     lockstep.expect_agreement(what);
     EXPECT_EQ(gpu.cache_stats().pages_used, 0) << what;
     // Each block's steps keep one shape once padded (exec/replay_padding.h), so they replay.
-    if (CudaStepGraphs().enabled() && replay_padding_from_environment() && options.cache == CacheMode::prefix)
+    if (CudaStepGraphs().enabled() && replay_padding_from_environment() && options.cache == CacheMode::prefix) {
       EXPECT_GT(gpu.graph_replays(), 0u) << what;
+    }
     std::printf("  %s %s: %lld steps, %lld rows, %lld near-ties, %lld decided otherwise, max |logit error| %.4f"
                 " (95th percentile %.4f), %zu graph replays\n",
                 tiny_model_name(GetParam()).c_str(), what, (long long)lockstep.steps_, (long long)lockstep.rows_,
