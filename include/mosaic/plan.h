@@ -42,6 +42,11 @@ struct PlanRequest {
   // empty. It is bound to the model's projections as the engine binds it (a mismatch is the
   // engine's error); on the CPU its merged fp32 projections replace the base tensors in the weights.
   std::string adapter;
+  // Where the decoder layers' product weights live (docs/design/weight-staging.md): "device"
+  // (resident: the default), "host" (every layer's in host memory, staged into the arena one
+  // layer ahead of use), or "auto" (with a budget: the fewest layers, the last ones, streamed that
+  // let the step fit). Norm weights, biases, the embedding and the LM head stay on the device.
+  std::string weights = "device";
 };
 
 struct PlanCategoryBytes {
@@ -97,7 +102,19 @@ struct PlanReport {
   int64_t chunk_probes = 0;
   double chunk_search_ms = 0;
   std::vector<std::string> chunk_steps;  // "ffn -> 2 (peak 16.0 GiB)"
-  uint64_t total_bytes() const { return weight_bytes + workspace_bytes + cache_mapped_bytes + mapped_bytes; }
+  // Streamed weights (PlanRequest::weights): the layers whose product weights live in host memory,
+  // the weight bytes left on the device (what total_bytes counts) and those in host memory; per
+  // streamed layer the largest staged size, and the fewest flops of the step (products and
+  // attention) that a streamed layer's bytes arrive under: a transfer at B bytes/s hides under a
+  // layer computing at F flop/s when flops_per_streamed_byte >= F / B.
+  std::string weights_placement = "device";
+  int64_t streamed_layers = 0;
+  uint64_t device_weight_bytes = 0, host_weight_bytes = 0;
+  uint64_t staged_layer_bytes = 0;
+  double flops_per_streamed_byte = 0;
+  uint64_t total_bytes() const {
+    return device_weight_bytes + workspace_bytes + cache_mapped_bytes + mapped_bytes;
+  }
 };
 
 // Throws mosaic::Error for an unknown preset, an unreadable config, an impossible shape, or a

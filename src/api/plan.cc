@@ -9,6 +9,7 @@
 #include "core/format_bytes.h"
 #include "exec/step_runner.h"
 #include "graph/step_graph.h"
+#include "graph/weight_staging.h"
 #include "model/lora_adapter.h"
 #include "model/lora_merge.h"
 #include "model/test_model.h"
@@ -51,7 +52,34 @@ struct Setup {
   uint64_t weight_bytes = 0;
   int64_t adapter_projections = 0, adapter_rank = 0;
   uint64_t adapter_extra_bytes = 0;
+  // Per decoder layer, the bytes of its product weights (what streaming moves to host memory),
+  // and of those the layers options.streamed_layers streams.
+  std::vector<uint64_t> layer_product_bytes;
+  uint64_t streamed_bytes = 0;
+
+  uint64_t device_weight_bytes() const { return weight_bytes - streamed_bytes; }
+  // Streams the last `count` layers' product weights (0: every weight resident).
+  void stream_last_layers(int64_t count) {
+    options.streamed_layers.clear();
+    streamed_bytes = 0;
+    for (int64_t l = config.layers - count; l < config.layers; ++l) {
+      options.streamed_layers.push_back(static_cast<int32_t>(l));
+      streamed_bytes += layer_product_bytes[static_cast<size_t>(l)];
+    }
+  }
 };
+
+// The weights a layer's products read: what a streamed layer keeps in host memory.
+bool is_product_weight(WeightRole role) {
+  switch (role) {
+    case WeightRole::q: case WeightRole::k: case WeightRole::v: case WeightRole::qkv: case WeightRole::o:
+    case WeightRole::gate: case WeightRole::up: case WeightRole::down: case WeightRole::router:
+    case WeightRole::expert_gate: case WeightRole::expert_up: case WeightRole::expert_down:
+      return true;
+    default:
+      return false;
+  }
+}
 
 Setup setup_for(const PlanRequest& request) {
   Setup s;
@@ -85,11 +113,19 @@ Setup setup_for(const PlanRequest& request) {
   if (s.config.torch_dtype == "float32") s.weight_dtype = DType::f32;
   else if (s.config.torch_dtype == "float16") s.weight_dtype = DType::f16;
   const std::vector<WeightSpec> specs = family_weight_specs(s.config);
+  s.layer_product_bytes.assign(static_cast<size_t>(s.config.layers), 0);
   for (const WeightSpec& spec : specs) {
     uint64_t bytes = dtype_size(s.weight_dtype);
     for (int64_t extent : spec.shape) bytes *= static_cast<uint64_t>(extent);
     s.weight_bytes += bytes;
+    if (spec.layer >= 0 && is_product_weight(spec.role)) s.layer_product_bytes[static_cast<size_t>(spec.layer)] += bytes;
   }
+  // Staged as the device holds them: bf16 on CUDA, as stored on the CPU.
+  s.options.staged_weight_bytes = request.device == "cuda" ? 2 : dtype_size(s.weight_dtype);
+  if (request.weights == "host") s.stream_last_layers(s.config.layers);
+  else if (request.weights == "auto" && !request.budget) fail("--weights auto chooses what to stream under a budget: give --budget");
+  else if (request.weights != "device" && request.weights != "auto")
+    fail("weights '{}' is not a placement (expected device, host or auto)", request.weights);
   if (!request.adapter.empty()) {
     const LoraAdapter adapter = LoraAdapter::open(request.adapter);
     const std::vector<LoraTarget> targets =
@@ -135,14 +171,16 @@ uint64_t cache_mapped(const Setup& s, int64_t pages) {
 // Activation bytes left once weights, workspace and a KV cache of `cache` bytes are set aside;
 // fails when there are none.
 uint64_t activation_budget(const Setup& s, uint64_t budget, uint64_t cache = 0) {
-  if (s.weight_bytes + s.workspace + cache >= budget) {
+  const uint64_t weights = s.device_weight_bytes();
+  const std::string what = s.streamed_bytes > 0 ? "weights left on the device" : "weights";
+  if (weights + s.workspace + cache >= budget) {
     if (cache == 0)
-      fail("the weights ({}) and workspace ({}) alone exceed the budget of {}", gib(s.weight_bytes),
-           gib(s.workspace), gib(budget));
-    fail("the weights ({}), workspace ({}) and KV cache ({}) alone exceed the budget of {}", gib(s.weight_bytes),
+      fail("the {} ({}) and workspace ({}) alone exceed the budget of {}", what, gib(weights), gib(s.workspace),
+           gib(budget));
+    fail("the {} ({}), workspace ({}) and KV cache ({}) alone exceed the budget of {}", what, gib(weights),
          gib(s.workspace), gib(cache), gib(budget));
   }
-  return budget - s.weight_bytes - s.workspace - cache;
+  return budget - weights - s.workspace - cache;
 }
 
 ChunkSearchResult search(const Setup& s, const StepShape& shape, uint64_t budget, uint64_t cache = 0) {
@@ -152,6 +190,27 @@ ChunkSearchResult search(const Setup& s, const StepShape& shape, uint64_t budget
   request.activation_budget = activation_budget(s, budget, cache);
   request.granule = s.granule;
   return search_chunks(s.config, request);
+}
+
+// The step's flops in one layer: its products (2 m n k) and attention (4 q k d per head, over
+// the segments' full key ranges).
+double layer_flops(const Graph& graph, const ModelConfig& config, int32_t layer) {
+  double flops = 0;
+  for (const GraphOp& op : graph.ops) {
+    if (op.layer != layer) continue;
+    const double n = static_cast<double>(graph.tensors[static_cast<size_t>(op.out.tensor)].cols);
+    if (op.kind == OpKind::linear || op.kind == OpKind::expert_linear) {
+      const double k = static_cast<double>(graph.tensors[static_cast<size_t>(op.a.tensor)].cols);
+      flops += 2.0 * static_cast<double>(op.rows) * n * k;
+    } else if (op.kind == OpKind::attention) {
+      for (int32_t i = op.segment_begin; i < op.segment_begin + op.segment_count; ++i) {
+        const AttentionSegment& segment = graph.segments[static_cast<size_t>(i)];
+        flops += 4.0 * static_cast<double>(segment.q_count) * static_cast<double>(segment.kv_count) *
+                 static_cast<double>(config.heads * config.head_dim);
+      }
+    }
+  }
+  return flops;
 }
 
 PlanReport report_for(const PlanRequest& request, const Setup& s, const PlannedStep& step,
@@ -168,6 +227,16 @@ PlanReport report_for(const PlanRequest& request, const Setup& s, const PlannedS
   report.adapter_merged_extra_bytes = s.adapter_extra_bytes;
   report.workspace_bytes = s.workspace;
   report.granule = s.granule;
+  report.weights_placement = request.weights;
+  report.streamed_layers = static_cast<int64_t>(s.options.streamed_layers.size());
+  report.device_weight_bytes = s.device_weight_bytes(), report.host_weight_bytes = s.streamed_bytes;
+  for (const int32_t layer : s.options.streamed_layers) {
+    const uint64_t staged = staged_layer(graph, s.config, layer, s.options.staged_weight_bytes).bytes;
+    report.staged_layer_bytes = std::max(report.staged_layer_bytes, staged);
+    const double per_byte = layer_flops(graph, s.config, layer) / static_cast<double>(staged);
+    if (report.flops_per_streamed_byte == 0 || per_byte < report.flops_per_streamed_byte)
+      report.flops_per_streamed_byte = per_byte;
+  }
   report.tokens = graph.tokens, report.candidates = graph.candidates;
   report.activation_peak = step.memory.planned_peak;
   report.mapped_bytes = (step.memory.planned_peak + s.granule - 1) / s.granule * s.granule;
@@ -259,8 +328,22 @@ int64_t cache_pages_of(const StepShape& shape) {
 
 }  // namespace
 
+// The chunking of the step under the budget; with weights "auto", also the fewest last layers
+// streamed with which it fits (left in `s`; all of them when none fits, the most room there is).
+ChunkSearchResult search_placement(const PlanRequest& request, Setup& s, const StepShape& shape, uint64_t cache) {
+  if (request.weights != "auto") return search(s, shape, *request.budget, cache);
+  for (int64_t count = 0; count < s.config.layers; ++count) {
+    s.stream_last_layers(count);
+    if (s.device_weight_bytes() + s.workspace + cache >= *request.budget) continue;
+    ChunkSearchResult result = search(s, shape, *request.budget, cache);
+    if (result.fits) return result;
+  }
+  s.stream_last_layers(s.config.layers);
+  return search(s, shape, *request.budget, cache);
+}
+
 PlanReport plan_step(const PlanRequest& request) {
-  const Setup s = setup_for(request);
+  Setup s = setup_for(request);
   const StepShape shape = shape_for(request, s);
   const auto start = Clock::now();
   if (!request.budget) {
@@ -273,19 +356,22 @@ PlanReport plan_step(const PlanRequest& request) {
   }
   instantiate_step_graph(s.config, shape, {}, s.options);  // shape errors before budget errors
   const uint64_t cache = cache_mapped(s, cache_pages_of(shape));
-  ChunkSearchResult result = search(s, shape, *request.budget, cache);
+  ChunkSearchResult result = search_placement(request, s, shape, cache);
   const double search_ms = ms_since(start);
-  const uint64_t total_floor = s.weight_bytes + s.workspace + cache + result.floor;
+  const uint64_t weights = s.device_weight_bytes();
+  const uint64_t total_floor = weights + s.workspace + cache + result.floor;
   if (!result.fits && total_floor > *request.budget)
     fail("at L = {} tokens the step needs at least {} ({} weights + {} workspace + {} KV cache + {} activations "
-         "with every op chunked as far as it goes); the budget is {}",
-         shape.tokens(), gib(total_floor), gib(s.weight_bytes), gib(s.workspace), gib(cache), gib(result.floor),
+         "with every op chunked as far as it goes{}); the budget is {}",
+         shape.tokens(), gib(total_floor), gib(weights), gib(s.workspace), gib(cache), gib(result.floor),
+         s.streamed_bytes > 0 ? fmt::format(", {} layers' weights in host memory", s.options.streamed_layers.size())
+                              : std::string(),
          gib(*request.budget));
   if (!result.fits)  // the floor fits, the placement does not
     fail("at L = {} tokens the step does not fit the budget of {}: chunked as far as it goes its "
          "live bytes peak at {} ({} weights + {} workspace + {} activations), but no chunking found "
          "packs its tensors into the pages the budget leaves",
-         shape.tokens(), gib(*request.budget), gib(total_floor), gib(s.weight_bytes), gib(s.workspace),
+         shape.tokens(), gib(*request.budget), gib(total_floor), gib(weights), gib(s.workspace),
          gib(result.floor));
   PlanReport report = report_for(request, s, *result.planned, search_ms);
   report.sequences = static_cast<int64_t>(shape.lengths.size());
@@ -299,7 +385,10 @@ PlanReport plan_step(const PlanRequest& request) {
 
 LmaxReport find_lmax(const PlanRequest& request) {
   if (!request.budget) fail("finding L_max needs a budget");
-  const Setup s = setup_for(request);
+  Setup s = setup_for(request);
+  // With weights "auto" an L fits when it fits with every layer streamed (the most room); the
+  // plan at L_max then streams the fewest layers it needs.
+  if (request.weights == "auto") s.stream_last_layers(s.config.layers);
   activation_budget(s, *request.budget);
   const auto start = Clock::now();
   LmaxReport out;

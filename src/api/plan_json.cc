@@ -14,6 +14,14 @@ nlohmann::ordered_json report_document(const PlanReport& r, bool with_timeline) 
   j["family"] = r.family;
   j["weight_bytes"] = r.weight_bytes;
   j["weight_dtype"] = r.weight_dtype;
+  if (r.streamed_layers > 0) {
+    j["streamed_weights"] = {{"placement", r.weights_placement},
+                             {"layers", r.streamed_layers},
+                             {"device_weight_bytes", r.device_weight_bytes},
+                             {"host_weight_bytes", r.host_weight_bytes},
+                             {"staged_layer_bytes", r.staged_layer_bytes},
+                             {"flops_per_streamed_byte", r.flops_per_streamed_byte}};
+  }
   if (!r.adapter.empty()) {
     j["adapter"] = {{"path", r.adapter},
                     {"projections", r.adapter_projections},

@@ -20,6 +20,20 @@ TEST(PlanJson, ReportCarriesTheReportsNumbers) {
   EXPECT_FALSE(j.contains("timeline"));
 }
 
+TEST(PlanJson, StreamedWeightsOnlyWhenStreamed) {
+  PlanRequest request{.model = "llada-8b", .lengths = {1024}, .candidates = {512}};
+  EXPECT_FALSE(nlohmann::json::parse(plan_report_json(plan_step(request))).contains("streamed_weights"));
+  request.weights = "host";
+  const PlanReport report = plan_step(request);
+  const auto j = nlohmann::json::parse(plan_report_json(report));
+  EXPECT_EQ(j["streamed_weights"]["placement"], "host");
+  EXPECT_EQ(j["streamed_weights"]["layers"], 32);
+  EXPECT_EQ(j["streamed_weights"]["host_weight_bytes"].get<uint64_t>(), report.host_weight_bytes);
+  EXPECT_EQ(j["streamed_weights"]["device_weight_bytes"].get<uint64_t>(), report.device_weight_bytes);
+  EXPECT_EQ(j["total_bytes"].get<uint64_t>(), report.total_bytes());
+  EXPECT_GT(j["live_at_peak"]["weights"].get<uint64_t>(), 0u);
+}
+
 TEST(PlanJson, TimelineOnRequest) {
   const PlanReport report = plan_step({.model = "dream-7b", .lengths = {512}, .candidates = {256}});
   const auto j = nlohmann::json::parse(plan_report_json(report, /*with_timeline=*/true));

@@ -13,7 +13,7 @@ namespace {
 constexpr double kWidth = 1100, kHeight = 520;
 constexpr double kLeft = 80, kRight = 190, kTop = 50, kBottom = 60;
 constexpr const char* kColors[] = {"#9e9e9e", "#4e79a7", "#a0cbe8", "#f28e2b", "#e15759",
-                                   "#76b7b2", "#59a14f", "#b07aa1", "#edc948", "#ff9da7"};
+                                   "#76b7b2", "#59a14f", "#b07aa1", "#edc948", "#ff9da7", "#9c755f"};
 constexpr size_t kColorCount = sizeof(kColors) / sizeof(kColors[0]);
 
 // The order categories are stacked in, bottom first: the resident KV cache under everything the

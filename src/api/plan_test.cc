@@ -172,5 +172,65 @@ TEST(FindLmax, IsTheLargestLengthThatFits) {
   std::filesystem::remove_all(dir);
 }
 
+// Streamed weights (graph/weight_staging.h): every layer's product weights in host memory leave
+// the embedding, the head and the norms on the device, and two staged layers in the arena.
+TEST(StreamedWeights, HostLeavesTheRestOnTheDeviceAndStagesTwoLayers) {
+  PlanRequest request{.model = "llada-8b", .lengths = {4096}, .candidates = {2048}};
+  const PlanReport resident = plan_step(request);
+  request.weights = "host";
+  const PlanReport streamed = plan_step(request);
+  // Per layer: q, k, v, o (4096 x 4096) and gate, up, down (12288 x 4096), bf16.
+  const uint64_t layer = 2ull * (4ull * 4096 * 4096 + 3ull * 12288 * 4096);
+  EXPECT_EQ(streamed.streamed_layers, 32);
+  EXPECT_EQ(streamed.host_weight_bytes, 32 * layer);
+  EXPECT_EQ(streamed.device_weight_bytes, resident.weight_bytes - 32 * layer);
+  EXPECT_EQ(streamed.staged_layer_bytes, layer);  // every weight is a multiple of 256 bytes
+  EXPECT_EQ(streamed.total_bytes(), streamed.device_weight_bytes + streamed.workspace_bytes + streamed.mapped_bytes);
+  EXPECT_GE(streamed.activation_peak, resident.activation_peak + layer);
+  EXPECT_LE(streamed.activation_peak, resident.activation_peak + 2 * layer);
+  // 2 flops a weight element per row over 2 bytes an element: a flop per byte per row, and the
+  // last layer's products run over its 2,048 candidate rows (its K and V over all 4,096).
+  EXPECT_GE(streamed.flops_per_streamed_byte, 2048.0);
+  EXPECT_LT(streamed.flops_per_streamed_byte, 4096.0);
+  EXPECT_EQ(resident.streamed_layers, 0);
+  EXPECT_EQ(resident.device_weight_bytes, resident.weight_bytes);
+}
+
+// LLaDA-8B at 32k under 8 GiB: its weights alone exceed the budget; "auto" streams the last
+// layers that make it fit, fewer under a larger budget, none where everything fits resident.
+TEST(StreamedWeights, AutoStreamsTheFewestLayersThatFit) {
+  PlanRequest request{.model = "llada-8b", .lengths = {32768}, .candidates = {16384}};
+  request.budget = uint64_t{8} << 30;
+  EXPECT_THAT(error_of(request), HasSubstr("alone exceed the budget"));
+  request.weights = "auto";
+  const PlanReport tight = plan_step(request);
+  EXPECT_GT(tight.streamed_layers, 0);
+  EXPECT_LT(tight.streamed_layers, 32);
+  EXPECT_LE(tight.total_bytes(), *request.budget);
+  request.budget = uint64_t{12} << 30;
+  const PlanReport wider = plan_step(request);
+  EXPECT_GT(wider.streamed_layers, 0);
+  EXPECT_LT(wider.streamed_layers, tight.streamed_layers);
+  EXPECT_LE(wider.total_bytes(), *request.budget);
+  request.budget = uint64_t{40} << 30;
+  EXPECT_EQ(plan_step(request).streamed_layers, 0);
+  request.weights = "sideways";
+  EXPECT_THAT(error_of(request), HasSubstr("weights 'sideways' is not a placement (expected device, host or auto)"));
+  request.weights = "auto";
+  request.budget.reset();
+  EXPECT_THAT(error_of(request), HasSubstr("--weights auto chooses what to stream under a budget"));
+}
+
+TEST(StreamedWeights, LmaxGrowsWithTheWeightsInHostMemory) {
+  PlanRequest request{.model = "llada-8b"};
+  request.budget = uint64_t{24} << 30;
+  const LmaxReport resident = find_lmax(request);
+  request.weights = "host";
+  const LmaxReport streamed = find_lmax(request);
+  EXPECT_GT(streamed.l_max, resident.l_max * 2);
+  EXPECT_LE(streamed.at_l_max.total_bytes(), *request.budget);
+  EXPECT_EQ(streamed.at_l_max.streamed_layers, 32);
+}
+
 }  // namespace
 }  // namespace mosaic

@@ -22,7 +22,17 @@ ChunkProbe probe_chunks(const ModelConfig& config, const StepShape& shape, const
   // Two layers: one as every layer but the last, and the last (which may differ: candidates only).
   ModelConfig two_layers = config;
   two_layers.layers = std::min<int64_t>(config.layers, 2);
-  const Graph graph = instantiate_step_graph(two_layers, shape, chunks, options);
+  // Streamed weights (graph/weight_staging.h): the last layer's stay the last's, any other's
+  // become the first's, so that the probe's first layer sees as many staged layers live as the
+  // model's layers do (its own and the next one's).
+  GraphOptions probe_options = options;
+  probe_options.streamed_layers.clear();
+  for (const int32_t layer : options.streamed_layers) {
+    const int32_t as = layer == config.layers - 1 ? static_cast<int32_t>(two_layers.layers) - 1 : 0;
+    if (std::ranges::find(probe_options.streamed_layers, as) == probe_options.streamed_layers.end())
+      probe_options.streamed_layers.push_back(as);
+  }
+  const Graph graph = instantiate_step_graph(two_layers, shape, chunks, probe_options);
   const std::vector<uint64_t> live = live_bytes_per_op(usages_of(graph), graph.op_count());
   ChunkProbe probe;
   for (size_t op = 0; op < live.size(); ++op) {

@@ -113,6 +113,15 @@ void print_report(const PlanOptions& o, const PlanReport& r) {
   fmt::print("model            {} ({}, {} layers, hidden {}, vocab {})\n", r.model, r.family, r.layers,
              r.hidden, r.vocab);
   fmt::print("weights          {} ({})\n", gib(r.weight_bytes), r.weight_dtype);
+  if (r.streamed_layers > 0) {
+    fmt::print("streamed         {} of {} layers' product weights in host memory ({}; {} stay on the device), "
+               "staged one layer ahead ({} a layer); planning only: the engines do not stream weights yet\n",
+               r.streamed_layers, r.layers, gib(r.host_weight_bytes), gib(r.device_weight_bytes),
+               gib(r.staged_layer_bytes));
+    fmt::print("                 >= {:.0f} flops of the step per streamed byte: a layer's transfer hides under the "
+               "layer before it where link bandwidth >= compute rate / {:.0f}\n",
+               r.flops_per_streamed_byte, r.flops_per_streamed_byte);
+  }
   if (!r.adapter.empty()) {
     fmt::print("adapter          {}: rank {} on {} projections, merged at load ({})\n", r.adapter, r.adapter_rank,
                r.adapter_projections,
@@ -141,8 +150,9 @@ void print_report(const PlanOptions& o, const PlanReport& r) {
   fmt::print("average live     {}\n", gib(r.average_live));
   fmt::print("PAR              {:.3f}   (peak / average)\n", r.par);
   fmt::print("inflation        {:.4f}   (peak / lower bound)\n", r.inflation);
-  fmt::print("total            {}   (weights + workspace + {}arena mapped in {} KiB granules)\n",
-             gib(r.total_bytes()), r.cache_page_rows > 0 ? "KV cache + " : "", r.granule / 1024);
+  fmt::print("total            {}   ({}weights + workspace + {}arena mapped in {} KiB granules)\n",
+             gib(r.total_bytes()), r.streamed_layers > 0 ? "device " : "", r.cache_page_rows > 0 ? "KV cache + " : "",
+             r.granule / 1024);
   fmt::print("graph            {} tensors, {} ops, planned in {:.2f} ms\n", r.tensor_count, r.op_count,
              r.planning_ms);
   fmt::print("live at the peak (op {}, {}):\n", r.peak_op, r.peak_op_name);
@@ -185,6 +195,10 @@ Action register_plan(CLI::App& app) {
       ->default_val("best");
   command->add_flag("--json", o->json, "Print JSON");
   command->add_option("--svg", o->svg, "Write the memory timeline as an SVG picture");
+  command->add_option("--weights", o->request.weights,
+                      "Where the layers' product weights live: device (resident), host (streamed from host memory "
+                      "one layer ahead), or auto (the fewest layers streamed that fit --budget)")
+      ->default_val("device");
   command->add_option("--adapter", o->request.adapter,
                       "PEFT LoRA adapter folder merged at load: checked against the model, its fp32 copies counted on the CPU");
   return [o] { return run_plan(*o); };

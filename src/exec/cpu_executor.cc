@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
 
 #include "backend/cpu/attention.h"
 #include "backend/cpu/elementwise.h"
@@ -12,6 +13,7 @@
 #include "backend/cpu/rope.h"
 #include "core/error.h"
 #include "exec/moe_routing.h"
+#include "graph/weight_staging.h"
 
 namespace mosaic {
 namespace {
@@ -67,7 +69,7 @@ std::vector<float> CpuExecutor::run(const Graph& graph, const PlannedStep& plann
   arena.reserve(plan.peak_bytes);
   for (size_t t = 0; t < graph.tensors.size(); ++t) {
     const GraphTensor& tensor = graph.tensors[t];
-    MOSAIC_ASSERT(tensor.dtype == DType::f32 || tensor.dtype == DType::i32,
+    MOSAIC_ASSERT(tensor.dtype == DType::f32 || tensor.dtype == DType::i32 || tensor.category == TensorCategory::weights,
                   "the CPU backend runs fp32 activations ({} is {})",
                   graph.tensor_name(static_cast<int32_t>(t)), dtype_name(tensor.dtype));
     if (tensor.resident) continue;
@@ -98,6 +100,18 @@ std::vector<float> CpuExecutor::run(const Graph& graph, const PlannedStep& plann
   input(graph.logit_rows, batch.logit_rows);
   if (graph.cached()) input(graph.kv_rows, batch.kv_rows);
 
+  // Streamed layers: where each product weight sits in the layer's staged tensor.
+  std::map<int32_t, StagedLayer> staged_layers;
+  for (const GraphOp& op : graph.ops)
+    if (op.kind == OpKind::stage_weights)
+      staged_layers.emplace(op.layer, staged_layer(graph, c, op.layer, graph.staged_weight_bytes));
+  // Where a product reads its weight (of the resident view's shape and dtype): the resident view's
+  // data, or its staged copy.
+  auto product_weight = [&](const GraphOp& op, const WeightView& resident, int32_t expert) -> const void* {
+    if (!op.staged.valid()) return resident.data;
+    return address(op.staged) + staged_layers.at(op.layer).find(op.weight, expert).offset;
+  };
+
   const std::vector<float> inv_freq = cpu::rope_inv_freq(c.rotary(), c.rope_theta);
   const float eps = static_cast<float>(c.rms_eps);
   for (const GraphOp& op : graph.ops) {
@@ -124,7 +138,7 @@ std::vector<float> CpuExecutor::run(const Graph& graph, const PlannedStep& plann
         cpu::GemmArgs args;
         args.m = op.rows, args.n = weight.shape[0], args.k = weight.shape[1];
         args.a = f32(op.a), args.lda = cols(op.a);
-        args.b = weight.data, args.b_dtype = weight.dtype, args.ldb = weight.shape[1];
+        args.b = product_weight(op, weight, -1), args.b_dtype = weight.dtype, args.ldb = weight.shape[1];
         args.c = f32(op.out), args.ldc = cols(op.out);
         if (op.has_bias) args.bias = small_weight(op.layer, bias_role_of(op.weight)).data();
         args.accumulate = op.accumulate;
@@ -195,9 +209,22 @@ std::vector<float> CpuExecutor::run(const Graph& graph, const PlannedStep& plann
           cpu::GemmArgs args;
           args.m = rows, args.n = weight.shape[0], args.k = weight.shape[1];
           args.a = f32(op.a) + first * cols(op.a), args.lda = cols(op.a);
-          args.b = weight.data, args.b_dtype = weight.dtype, args.ldb = weight.shape[1];
+          args.b = product_weight(op, weight, static_cast<int32_t>(e)), args.b_dtype = weight.dtype, args.ldb = weight.shape[1];
           args.c = f32(op.out) + first * cols(op.out), args.ldc = cols(op.out);
           cpu::gemm_nt(args);
+        }
+        break;
+      }
+      case OpKind::stage_weights: {  // the host's copy is the weights themselves: copied as stored
+        std::byte* staged = address(op.out);
+        for (const StagedWeight& s : staged_layers.at(op.layer).weights) {
+          const WeightView& view = s.expert >= 0 ? expert_weight_of(w, op.layer, s.role, s.expert)
+                                                 : weight_of(w, op.layer, s.role);
+          MOSAIC_ASSERT(view.shape.size() == 2 && view.shape[0] == s.n && view.shape[1] == s.k &&
+                            dtype_size(view.dtype) == graph.staged_weight_bytes,
+                        "layer {}'s staged {} weight is [{}, {}] of {} bytes an element; the model's is {}", op.layer,
+                        weight_role_name(s.role), s.n, s.k, graph.staged_weight_bytes, view.name);
+          std::memcpy(staged + s.offset, view.data, static_cast<size_t>(s.n * s.k) * graph.staged_weight_bytes);
         }
         break;
       }

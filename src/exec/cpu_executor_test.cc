@@ -8,9 +8,12 @@
 #include <algorithm>
 #include <array>
 #include <filesystem>
+#include <numeric>
 #include <random>
 
 #include "exec/direct_forward.h"
+#include "graph/step_graph.h"
+#include "graph/weight_staging.h"
 #include "model/test_model.h"
 
 namespace mosaic {
@@ -67,8 +70,11 @@ class PlannedExecution : public ::testing::TestWithParam<Family> {
     return shape;
   }
   std::vector<float> planned(const std::vector<Sequence>& batch, const ChunkConfig& chunks,
-                             HeadMode head = HeadMode::logits) const {
-    StepPlanner planner(model().config(), {.head = head});
+                             HeadMode head = HeadMode::logits, std::vector<int32_t> streamed = {}) const {
+    GraphOptions options{.head = head};
+    options.streamed_layers = std::move(streamed);
+    options.staged_weight_bytes = dtype_size(model().weights().layers[0].q.dtype);
+    StepPlanner planner(model().config(), options);
     const Graph graph = planner.instantiate(shape_of(batch), chunks);
     CpuArena arena;
     return CpuExecutor(model()).run(graph, *planner.plan(graph), arena, pack(batch));
@@ -143,6 +149,42 @@ TEST_P(PlannedExecution, RandomChunkingChangesNoBit) {
     const HeadMode head = trial % 2 == 0 ? HeadMode::logits : HeadMode::stats;
     EXPECT_EQ(planned(batch, chunks, head), planned(batch, {}, head))
         << "trial " << trial << ": " << chunks.to_string();
+  }
+}
+
+// Layers whose product weights are staged into the arena ahead of use (graph/weight_staging.h)
+// read the same bytes: every layer, some, chunked, either head, the bits of the resident step.
+TEST_P(PlannedExecution, StreamedLayerWeightsChangeNoBit) {
+  const auto batch = random_batch({33, 8}, 7);
+  const int32_t layers = static_cast<int32_t>(model().config().layers);
+  std::vector<int32_t> every(static_cast<size_t>(layers));
+  std::iota(every.begin(), every.end(), 0);
+  for (const HeadMode head : {HeadMode::logits, HeadMode::stats}) {
+    const std::vector<float> resident = planned(batch, {}, head);
+    EXPECT_EQ(planned(batch, {}, head, every), resident);
+    EXPECT_EQ(planned(batch, {2, 3, 4, 2}, head, every), resident);
+    EXPECT_EQ(planned(batch, {1, 2, 1, 1}, head, {layers - 1}), resident);
+  }
+}
+
+// The plan holds the staged weights: two layers' worth live at once at most (the one computing
+// and the one arriving), so the peak grows by no more than that.
+TEST_P(PlannedExecution, ThePlanHoldsTwoStagedLayersAtMost) {
+  const ModelConfig& config = model().config();
+  std::vector<int32_t> every(static_cast<size_t>(config.layers));
+  std::iota(every.begin(), every.end(), 0);
+  GraphOptions options{.activations = DType::bf16, .head = HeadMode::stats};
+  for (const ChunkConfig& chunks : {ChunkConfig{}, ChunkConfig{2, 3, 4, 2}}) {
+    const StepShape shape{{48}, {12}};
+    const PlannedStep resident = plan_graph(instantiate_step_graph(config, shape, chunks, options));
+    options.streamed_layers = every;
+    const Graph streamed = instantiate_step_graph(config, shape, chunks, options);
+    options.streamed_layers.clear();
+    uint64_t largest = 0;
+    for (const int32_t layer : every) largest = std::max(largest, staged_layer(streamed, config, layer, 2).bytes);
+    const PlannedStep planned = plan_graph(streamed);
+    EXPECT_GT(planned.plan.peak_bytes, resident.plan.peak_bytes) << chunks.to_string();
+    EXPECT_LE(planned.plan.peak_bytes, resident.plan.peak_bytes + 2 * largest) << chunks.to_string();
   }
 }
 

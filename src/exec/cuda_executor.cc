@@ -531,6 +531,9 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
           cuda::expert_gemm(args, stream);
           break;
         }
+        case OpKind::stage_weights:  // GraphOptions::streamed_layers: planned (mosaic plan), not run on CUDA yet
+          MOSAIC_ASSERT(false, "the CUDA runner plans no streamed layers (layer {} was staged)", op.layer);
+          break;
         case OpKind::moe_combine:
           cuda::moe_combine(op.rows, c.hidden, c.experts_per_token, address(op.out), cols(op.out), address(op.a),
                             cols(op.a), static_cast<const float*>(address(op.b)), i32(op.index), stream);

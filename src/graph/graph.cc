@@ -24,6 +24,7 @@ std::string_view category_name(TensorCategory category) {
     case TensorCategory::head: return "head";
     case TensorCategory::kv_cache: return "kv_cache";
     case TensorCategory::experts: return "experts";
+    case TensorCategory::weights: return "weights";
     case TensorCategory::count: break;
   }
   return "?";
@@ -47,6 +48,7 @@ std::string_view op_kind_name(OpKind kind) {
     case OpKind::moe_permute: return "moe_permute";
     case OpKind::expert_linear: return "expert_linear";
     case OpKind::moe_combine: return "moe_combine";
+    case OpKind::stage_weights: return "stage_weights";
   }
   return "?";
 }
@@ -85,6 +87,7 @@ std::string_view role_name(TensorRole role) {
     case TensorRole::expert_gate: return "expert_gate";
     case TensorRole::expert_up: return "expert_up";
     case TensorRole::expert_output: return "expert_output";
+    case TensorRole::staged_weights: return "staged_weights";
   }
   return "?";
 }

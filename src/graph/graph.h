@@ -32,6 +32,7 @@ enum class TensorCategory : uint8_t {
   head,       // LM head input and results
   kv_cache,   // a sequence's cached K and V (resident: not in the arena, planned beside it)
   experts,    // a mixture-of-experts FFN: router logits, routes, the rows permuted by expert
+  weights,    // a streamed layer's product weights, staged from host memory (graph/weight_staging.h)
   count,
 };
 
@@ -52,6 +53,9 @@ enum class TensorRole : uint8_t {
   expert_input,    // [R K, hidden]: the rows permuted by expert
   expert_gate, expert_up,  // [R K, expert_ffn]
   expert_output,   // [R K, hidden]
+  // A streamed layer's product weights staged from host memory, one row of bytes per weight in
+  // the order of graph/weight_staging.h: u8 [weights, bytes of the largest].
+  staged_weights,
 };
 
 struct GraphTensor {
@@ -88,6 +92,7 @@ enum class OpKind : uint8_t {
   moe_permute,    // a route_experts -> out expert_rows (offsets, then source rows), out2 route_slots
   expert_linear,  // out[p] = a[p] W_e^T for the permuted rows p of each expert e (offsets: index)
   moe_combine,    // in place: out[r] += sum over K of b[r, j] * a[index[r, j]], in expert order
+  stage_weights,  // out (staged_weights of `layer`) = the layer's product weights, from host memory
 };
 
 struct TensorRef {
@@ -106,6 +111,9 @@ struct GraphOp {
   TensorRef out2;                // a second output (moe_route, moe_permute)
   TensorRef index;               // rms_norm over gathered rows; gather_rows' source rows
   TensorRef scratch;             // memory the op uses only while it runs (the fused head's partials)
+  // linear, expert_linear of a streamed layer: its weights are read here (staged_weights), at the
+  // offset graph/weight_staging.h gives, instead of from the resident weights.
+  TensorRef staged;
   int64_t rows = 0;              // rows processed
   int32_t segment_begin = 0, segment_count = 0;  // attention: Graph::segments
   ChunkGroup group = ChunkGroup::none;           // which chunk count splits this op
@@ -131,6 +139,8 @@ struct Graph {
   int32_t output = -1;                                 // logits or head statistics
   int64_t tokens = 0, candidates = 0;
   ChunkConfig chunks;
+  // Bytes per element of the staged weights (graph/weight_staging.h); 0 when nothing is staged.
+  size_t staged_weight_bytes = 0;
 
   bool cached() const { return kv_rows >= 0; }
   // Bytes of the resident tensors (the cache pages of this step's sequences).

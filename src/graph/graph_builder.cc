@@ -35,7 +35,7 @@ void GraphBuilder::op(GraphOp op) {
   const bool in_place = op.kind == OpKind::rope || op.kind == OpKind::swiglu || op.kind == OpKind::head_norm ||
                         op.kind == OpKind::moe_combine || op.accumulate;
   if (in_place) read(op.out, index);
-  for (const TensorRef* input : {&op.a, &op.b, &op.c, &op.index}) read(*input, index);
+  for (const TensorRef* input : {&op.a, &op.b, &op.c, &op.index, &op.staged}) read(*input, index);
   write(op.out, index);
   if (op.out2.valid()) write(op.out2, index);
   if (op.scratch.valid()) write(op.scratch, index);

@@ -1,6 +1,7 @@
 #include "graph/step_graph.h"
 
 #include "core/error.h"
+#include "graph/weight_staging.h"
 
 namespace mosaic {
 
@@ -58,9 +59,12 @@ Graph instantiate_step_graph(const ModelConfig& config, const StepShape& shape,
     case Family::llada:
     case Family::dream:
     case Family::llada_moe:
-    case Family::llada2:
-      return shape.is_cached() ? build_cached_decoder_graph(config, shape, chunks, options)
-                               : build_dense_decoder_graph(config, shape, chunks, options);
+    case Family::llada2: {
+      Graph graph = shape.is_cached() ? build_cached_decoder_graph(config, shape, chunks, options)
+                                      : build_dense_decoder_graph(config, shape, chunks, options);
+      if (options.streamed_layers.empty()) return graph;
+      return stage_layer_weights(graph, config, options.streamed_layers, options.staged_weight_bytes);
+    }
   }
   fail("no step graph template for family {}", family_name(config.family));
 }

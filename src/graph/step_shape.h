@@ -92,6 +92,11 @@ struct GraphOptions {
   // (the only rows the head reads); its keys and values still cover every row. Off: every row
   // goes through the whole stack (for comparisons; the results are the same bits).
   bool last_layer_candidates_only = true;
+  // Decoder layers whose product weights live in host memory and are staged into the arena one
+  // layer ahead of use (graph/weight_staging.h), each element `staged_weight_bytes` wide (the
+  // backend's weight dtype). Empty: every weight resident.
+  std::vector<int32_t> streamed_layers;
+  size_t staged_weight_bytes = 2;
 };
 
 // Whether a step graph built with these options and chunks runs its last layer over the candidate

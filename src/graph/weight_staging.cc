@@ -1,0 +1,103 @@
+#include "graph/weight_staging.h"
+
+#include <algorithm>
+#include <map>
+
+#include "core/error.h"
+#include "graph/graph_builder.h"
+
+namespace mosaic {
+namespace {
+
+bool reads_product_weight(const GraphOp& op) {
+  return op.kind == OpKind::linear || op.kind == OpKind::expert_linear;
+}
+
+uint64_t aligned(uint64_t bytes) { return (bytes + kStagedWeightAlign - 1) / kStagedWeightAlign * kStagedWeightAlign; }
+
+}  // namespace
+
+const StagedWeight& StagedLayer::find(WeightRole role, int32_t expert) const {
+  for (const StagedWeight& w : weights)
+    if (w.role == role && w.expert == expert) return w;
+  fail("layer {} stages no {} weight{}", layer, weight_role_name(role),
+       expert >= 0 ? fmt::format(" of expert {}", expert) : std::string());
+}
+
+StagedLayer staged_layer(const Graph& graph, const ModelConfig& config, int32_t layer, size_t element_bytes) {
+  StagedLayer staged;
+  staged.layer = layer;
+  auto add = [&](WeightRole role, int32_t expert, int64_t n, int64_t k) {
+    for (const StagedWeight& w : staged.weights)
+      if (w.role == role && w.expert == expert) {
+        MOSAIC_ASSERT(w.n == n && w.k == k, "layer {}'s {} weight is read as two shapes", layer,
+                      weight_role_name(role));
+        return;
+      }
+    staged.weights.push_back({role, expert, n, k, staged.bytes});
+    staged.bytes += aligned(static_cast<uint64_t>(n * k) * element_bytes);
+  };
+  for (const GraphOp& op : graph.ops) {
+    if (op.layer != layer || !reads_product_weight(op)) continue;
+    const int64_t n = graph.tensors[static_cast<size_t>(op.out.tensor)].cols;
+    const int64_t k = graph.tensors[static_cast<size_t>(op.a.tensor)].cols;
+    if (op.kind == OpKind::linear) {
+      add(op.weight, -1, n, k);
+    } else {
+      for (int32_t e = 0; e < static_cast<int32_t>(config.experts); ++e) add(op.weight, e, n, k);
+    }
+  }
+  return staged;
+}
+
+Graph stage_layer_weights(const Graph& graph, const ModelConfig& config, std::span<const int32_t> layers,
+                          size_t element_bytes, int32_t prefetch) {
+  if (layers.empty()) return graph;
+  MOSAIC_ASSERT(prefetch >= 0, "a negative prefetch distance");
+  // Where each layer's ops begin; a layer without ops stages nothing.
+  std::map<int32_t, int32_t> first_op;
+  for (int32_t i = 0; i < graph.op_count(); ++i) {
+    const int32_t layer = graph.ops[static_cast<size_t>(i)].layer;
+    if (layer >= 0) first_op.try_emplace(layer, i);
+  }
+  GraphBuilder builder;
+  for (const GraphTensor& t : graph.tensors) {
+    const int32_t id = builder.tensor(t.role, t.category, t.dtype, t.rows, t.cols, t.layer, t.chunk);
+    builder.graph().tensors[static_cast<size_t>(id)].resident = t.resident;
+  }
+  std::map<int32_t, int32_t> staged_tensor;           // layer -> its staged_weights tensor
+  std::multimap<int32_t, int32_t> stage_before;       // op index -> layers staged just before it
+  for (const int32_t layer : layers) {
+    if (layer < 0 || layer >= config.layers) fail("layer {} cannot be streamed: the model has {}", layer, config.layers);
+    if (staged_tensor.contains(layer) || !first_op.contains(layer)) continue;
+    const StagedLayer staged = staged_layer(graph, config, layer, element_bytes);
+    if (staged.weights.empty()) continue;
+    staged_tensor[layer] = builder.tensor(TensorRole::staged_weights, TensorCategory::weights, DType::u8, 1,
+                                          static_cast<int64_t>(staged.bytes), layer);
+    const int32_t ahead = layer - prefetch;  // staged while this layer computes
+    stage_before.emplace(ahead >= 0 && first_op.contains(ahead) ? first_op.at(ahead) : 0, layer);
+  }
+  Graph& out = builder.graph();
+  out.segments = graph.segments;
+  out.kv_pages = graph.kv_pages, out.kv_page_rows = graph.kv_page_rows;
+  for (int32_t i = 0; i < graph.op_count(); ++i) {
+    for (auto [at, end] = stage_before.equal_range(i); at != end; ++at) {
+      GraphOp stage{.kind = OpKind::stage_weights};
+      stage.layer = at->second, stage.rows = 1;
+      stage.out = {staged_tensor.at(at->second), 0};
+      builder.op(stage);
+    }
+    GraphOp op = graph.ops[static_cast<size_t>(i)];
+    if (reads_product_weight(op))
+      if (const auto staged = staged_tensor.find(op.layer); staged != staged_tensor.end()) op.staged = {staged->second, 0};
+    builder.op(op);
+  }
+  out.ids = graph.ids, out.positions = graph.positions, out.logit_rows = graph.logit_rows;
+  out.kv_rows = graph.kv_rows;
+  out.tokens = graph.tokens, out.candidates = graph.candidates;
+  out.chunks = graph.chunks;
+  out.staged_weight_bytes = staged_tensor.empty() ? 0 : element_bytes;
+  return std::move(builder).finish(graph.output);
+}
+
+}  // namespace mosaic
