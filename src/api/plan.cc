@@ -69,17 +69,6 @@ struct Setup {
   }
 };
 
-// The weights a layer's products read: what a streamed layer keeps in host memory.
-bool is_product_weight(WeightRole role) {
-  switch (role) {
-    case WeightRole::q: case WeightRole::k: case WeightRole::v: case WeightRole::qkv: case WeightRole::o:
-    case WeightRole::gate: case WeightRole::up: case WeightRole::down: case WeightRole::router:
-    case WeightRole::expert_gate: case WeightRole::expert_up: case WeightRole::expert_down:
-      return true;
-    default:
-      return false;
-  }
-}
 
 Setup setup_for(const PlanRequest& request) {
   Setup s;
@@ -231,7 +220,7 @@ PlanReport report_for(const PlanRequest& request, const Setup& s, const PlannedS
   report.streamed_layers = static_cast<int64_t>(s.options.streamed_layers.size());
   report.device_weight_bytes = s.device_weight_bytes(), report.host_weight_bytes = s.streamed_bytes;
   for (const int32_t layer : s.options.streamed_layers) {
-    const uint64_t staged = staged_layer(graph, s.config, layer, s.options.staged_weight_bytes).bytes;
+    const uint64_t staged = staged_layer(s.config, layer, s.options.staged_weight_bytes).bytes;
     report.staged_layer_bytes = std::max(report.staged_layer_bytes, staged);
     const double per_byte = layer_flops(graph, s.config, layer) / static_cast<double>(staged);
     if (report.flops_per_streamed_byte == 0 || per_byte < report.flops_per_streamed_byte)

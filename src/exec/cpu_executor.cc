@@ -104,7 +104,7 @@ std::vector<float> CpuExecutor::run(const Graph& graph, const PlannedStep& plann
   std::map<int32_t, StagedLayer> staged_layers;
   for (const GraphOp& op : graph.ops)
     if (op.kind == OpKind::stage_weights)
-      staged_layers.emplace(op.layer, staged_layer(graph, c, op.layer, graph.staged_weight_bytes));
+      staged_layers.emplace(op.layer, staged_layer(c, op.layer, graph.staged_weight_bytes));
   // Where a product reads its weight (of the resident view's shape and dtype): the resident view's
   // data, or its staged copy.
   auto product_weight = [&](const GraphOp& op, const WeightView& resident, int32_t expert) -> const void* {

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "graph/graph_builder.h"
+#include "model/weight_names.h"
 
 namespace mosaic {
 namespace {
@@ -24,28 +25,24 @@ const StagedWeight& StagedLayer::find(WeightRole role, int32_t expert) const {
        expert >= 0 ? fmt::format(" of expert {}", expert) : std::string());
 }
 
-StagedLayer staged_layer(const Graph& graph, const ModelConfig& config, int32_t layer, size_t element_bytes) {
+StagedLayer staged_layer(const ModelConfig& config, int32_t layer, size_t element_bytes) {
   StagedLayer staged;
   staged.layer = layer;
-  auto add = [&](WeightRole role, int32_t expert, int64_t n, int64_t k) {
-    for (const StagedWeight& w : staged.weights)
-      if (w.role == role && w.expert == expert) {
-        MOSAIC_ASSERT(w.n == n && w.k == k, "layer {}'s {} weight is read as two shapes", layer,
-                      weight_role_name(role));
-        return;
+  for (const WeightSpec& spec : family_weight_specs(config)) {
+    if (spec.layer != layer || !is_product_weight(spec.role)) continue;
+    const uint64_t start = staged.bytes;
+    const int64_t k = spec.shape[1];
+    if (spec.role == WeightRole::qkv) {
+      int64_t row = 0;
+      for (const auto& [role, rows] : {std::pair{WeightRole::q, config.q_dim()}, std::pair{WeightRole::k, config.kv_dim()},
+                                       std::pair{WeightRole::v, config.kv_dim()}}) {
+        staged.weights.push_back({role, -1, rows, k, start + static_cast<uint64_t>(row * k) * element_bytes});
+        row += rows;
       }
-    staged.weights.push_back({role, expert, n, k, staged.bytes});
-    staged.bytes += aligned(static_cast<uint64_t>(n * k) * element_bytes);
-  };
-  for (const GraphOp& op : graph.ops) {
-    if (op.layer != layer || !reads_product_weight(op)) continue;
-    const int64_t n = graph.tensors[static_cast<size_t>(op.out.tensor)].cols;
-    const int64_t k = graph.tensors[static_cast<size_t>(op.a.tensor)].cols;
-    if (op.kind == OpKind::linear) {
-      add(op.weight, -1, n, k);
     } else {
-      for (int32_t e = 0; e < static_cast<int32_t>(config.experts); ++e) add(op.weight, e, n, k);
+      staged.weights.push_back({spec.role, static_cast<int32_t>(spec.expert), spec.shape[0], k, start});
     }
+    staged.bytes = start + aligned(static_cast<uint64_t>(spec.shape[0] * k) * element_bytes);
   }
   return staged;
 }
@@ -70,7 +67,7 @@ Graph stage_layer_weights(const Graph& graph, const ModelConfig& config, std::sp
   for (const int32_t layer : layers) {
     if (layer < 0 || layer >= config.layers) fail("layer {} cannot be streamed: the model has {}", layer, config.layers);
     if (staged_tensor.contains(layer) || !first_op.contains(layer)) continue;
-    const StagedLayer staged = staged_layer(graph, config, layer, element_bytes);
+    const StagedLayer staged = staged_layer(config, layer, element_bytes);
     if (staged.weights.empty()) continue;
     staged_tensor[layer] = builder.tensor(TensorRole::staged_weights, TensorCategory::weights, DType::u8, 1,
                                           static_cast<int64_t>(staged.bytes), layer);

@@ -33,16 +33,18 @@ struct StagedWeight {
 
 struct StagedLayer {
   int32_t layer = -1;
-  std::vector<StagedWeight> weights;  // in the order the layer's ops first read them
+  std::vector<StagedWeight> weights;  // in the weight table's order
   uint64_t bytes = 0;                 // the staged tensor's size
 
   // The weight of `role` (and `expert`); throws mosaic::Error when the layer stages none.
   const StagedWeight& find(WeightRole role, int32_t expert = -1) const;
 };
 
-// The product weights `graph`'s ops of `layer` read (linear: [out cols, in cols]; expert_linear:
-// that per expert of `config`), `element_bytes` per element, each at an aligned offset.
-StagedLayer staged_layer(const Graph& graph, const ModelConfig& config, int32_t layer, size_t element_bytes);
+// The product weights of `layer` as staged, `element_bytes` per element: one layout per model
+// (the weight table's order, model/weight_names.h), whatever graph stages it, so that a layer's
+// host copy can be moved in one piece. Each tensor starts at an aligned offset; LLaDA 2.x's fused
+// qkv is staged whole, q, k and v its row blocks (as the resident views are).
+StagedLayer staged_layer(const ModelConfig& config, int32_t layer, size_t element_bytes);
 
 // `graph` with the product weights of `layers` staged: per streamed layer l, a staged_weights
 // tensor written by a stage_weights op placed before the first op of layer l - `prefetch`

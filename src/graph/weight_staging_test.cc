@@ -57,7 +57,7 @@ TEST(WeightStaging, ALayersProductsReadItsStagedTensorWrittenOneLayerAhead) {
   }
   EXPECT_EQ(tensor.last_op, last_reader);
   // q, k, v, o, gate, up, down of the tiny model, each at an aligned offset, 2 bytes an element.
-  const StagedLayer layer = staged_layer(resident, config, 2, 2);
+  const StagedLayer layer = staged_layer(config, 2, 2);
   ASSERT_EQ(layer.weights.size(), 7u);
   uint64_t bytes = 0;
   for (const StagedWeight& w : layer.weights) {
@@ -88,7 +88,7 @@ TEST(WeightStaging, AtMostTwoLayersAreStagedAtOnce) {
 TEST(WeightStaging, ExpertsAreStagedOnePerExpert) {
   const ModelConfig config = tiny(Family::llada_moe);
   const Graph streamed = dense_step(config, {1});
-  const StagedLayer layer = staged_layer(streamed, config, 1, 2);
+  const StagedLayer layer = staged_layer(config, 1, 2);
   int64_t experts = 0;
   for (const StagedWeight& w : layer.weights) experts += w.expert >= 0;
   EXPECT_EQ(experts, 3 * config.experts);  // gate, up, down of each
@@ -97,6 +97,27 @@ TEST(WeightStaging, ExpertsAreStagedOnePerExpert) {
     if (op.kind == OpKind::expert_linear) {
       EXPECT_EQ(op.staged.valid(), op.layer == 1);
     }
+}
+
+// One layout per model, whatever graph stages it: LLaDA 2.x's fused qkv whole, q, k and v its
+// row blocks, then the output projection at the next aligned offset.
+TEST(WeightStaging, FusedQkvIsStagedWholeWithItsRowBlocks) {
+  const ModelConfig config = tiny(Family::llada2);
+  const StagedLayer layer = staged_layer(config, 0, 2);
+  const uint64_t row = static_cast<uint64_t>(config.hidden) * 2;
+  EXPECT_EQ(layer.find(WeightRole::q).offset, 0u);
+  EXPECT_EQ(layer.find(WeightRole::k).offset, static_cast<uint64_t>(config.q_dim()) * row);
+  EXPECT_EQ(layer.find(WeightRole::v).offset, static_cast<uint64_t>(config.q_dim() + config.kv_dim()) * row);
+  const uint64_t qkv = static_cast<uint64_t>(config.q_dim() + 2 * config.kv_dim()) * row;
+  EXPECT_EQ(layer.find(WeightRole::o).offset, (qkv + kStagedWeightAlign - 1) / kStagedWeightAlign * kStagedWeightAlign);
+  // Chunked or not, a streamed graph's staged tensor has the layout's size.
+  for (const ChunkConfig& chunks : {ChunkConfig{}, ChunkConfig{3, 2, 2, 1}}) {
+    const Graph streamed = dense_step(config, {0}, chunks);
+    for (const GraphTensor& t : streamed.tensors)
+      if (t.category == TensorCategory::weights) {
+        EXPECT_EQ(t.bytes(), layer.bytes) << chunks.to_string();
+      }
+  }
 }
 
 TEST(WeightStaging, RefusesALayerTheModelLacks) {

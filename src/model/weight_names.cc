@@ -135,6 +135,17 @@ std::vector<WeightSpec> family_weight_specs(const ModelConfig& config) {
   return specs;
 }
 
+bool is_product_weight(WeightRole role) {
+  switch (role) {
+    case WeightRole::q: case WeightRole::k: case WeightRole::v: case WeightRole::qkv: case WeightRole::o:
+    case WeightRole::gate: case WeightRole::up: case WeightRole::down: case WeightRole::router:
+    case WeightRole::expert_gate: case WeightRole::expert_up: case WeightRole::expert_down:
+      return true;
+    default:
+      return false;
+  }
+}
+
 std::string_view weight_role_name(WeightRole role) {
   switch (role) {
     case WeightRole::embedding: return "embedding";

@@ -38,6 +38,10 @@ std::vector<WeightSpec> family_weight_specs(const ModelConfig& config);
 // "q", "gate", "lm_head", ... for reports.
 std::string_view weight_role_name(WeightRole role);
 
+// Whether a decoder layer's products read the weight (q, k, v or the fused qkv, o, gate, up, down,
+// the router, the experts'): what a streamed layer keeps in host memory (graph/weight_staging.h).
+bool is_product_weight(WeightRole role);
+
 // Fan-in of a weight (its last dimension), used for initialisation scales.
 int64_t weight_fan_in(const WeightSpec& spec);
 
