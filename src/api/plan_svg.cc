@@ -49,7 +49,6 @@ std::string escape(const std::string& text) {
 
 std::string plan_timeline_svg(const PlanReport& report) {
   const size_t ops = report.timeline.size();
-  const size_t categories = report.categories.size();
   const double plot_w = kWidth - kLeft - kRight, plot_h = kHeight - kTop - kBottom;
   // The planned peak of everything the step touches: a cached step's KV cache under the arena.
   const double peak = double(report.cache_bytes + report.activation_peak);

@@ -77,7 +77,9 @@ TEST(StepGraph, MixtureOfExpertsBuffersAreRowsTimesK) {
       case TensorRole::up: ADD_FAILURE() << "a dense FFN tensor in a mixture-of-experts graph"; break;
       default: break;
     }
-    if (t.role == TensorRole::expert_input) EXPECT_EQ(t.category, TensorCategory::experts);
+    if (t.role == TensorRole::expert_input) {
+      EXPECT_EQ(t.category, TensorCategory::experts);
+    }
   }
   EXPECT_EQ(count[TensorRole::expert_input], 3 * c.layers);
   int head_norms = 0, ropes = 0;
