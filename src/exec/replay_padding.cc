@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <numeric>
 #include <string_view>
 #include <type_traits>
 
@@ -10,21 +11,22 @@
 namespace mosaic {
 namespace {
 
-// The canvas positions of `sequence` whose prediction reads a hidden row the step computes.
-std::vector<int32_t> predictable_positions(const ModelConfig& config, const SequenceRows& sequence) {
+// The canvas positions [first, last) whose prediction reads a hidden row the step computes.
+// LLaDA's position p reads row p: [begin, end). Dream's p >= 1 reads row p - 1: [begin + 1, end + 1)
+// within the canvas; position 0 reads row 0 as well, so it is left out, and a step predicts at most
+// one position per row (a real candidate at 0 leaves the step unpadded).
+struct PositionRange {
+  int64_t first = 0, last = 0;
+  int64_t size() const { return last - first; }
+  bool holds(int64_t p) const { return p >= first && p < last; }
+};
+
+PositionRange predictable_positions(const ModelConfig& config, const SequenceRows& sequence) {
   const int64_t length = static_cast<int64_t>(sequence.ids.size());
   const int64_t begin = sequence.cached() ? sequence.begin : 0;
   const int64_t end = sequence.cached() ? sequence.end : length;
-  std::vector<int32_t> positions;
-  // Dream's position p >= 1 reads row p - 1: its candidates lie in [begin + 1, end]. Position 0
-  // reads row 0 as well, so it is left out: a step predicts at most one position per row
-  // (a real candidate at 0 leaves the step unpadded). LLaDA's: [begin, end).
-  const int64_t last = std::min(config.shifted_logits() ? end + 1 : end, length);
-  for (int64_t p = std::max<int64_t>(begin, config.shifted_logits() ? 1 : 0); p < last; ++p) {
-    const int64_t source = config.shifted_logits() ? std::max<int64_t>(p - 1, 0) : p;
-    if (source >= begin && source < end) positions.push_back(static_cast<int32_t>(p));
-  }
-  return positions;
+  const int64_t shift = config.shifted_logits() ? 1 : 0;
+  return {begin + shift, std::min(end + shift, length)};
 }
 
 }  // namespace
@@ -47,28 +49,28 @@ std::optional<PaddedStep> pad_candidates_for_replay(const ModelConfig& config, c
     std::vector<int32_t>& rows = padded.rows[s];
     std::vector<int64_t>& index = padded.real_index[s];
     const bool device_commit = !input.device_commit.empty() && input.device_commit[s].has_value();
-    std::vector<int32_t> positions;
-    if (!sequence.rows.empty() && !device_commit) positions = predictable_positions(config, sequence);
-    if (positions.size() > sequence.rows.size()) {
-      rows = std::move(positions);
+    const PositionRange positions = predictable_positions(config, sequence);
+    const bool pad = !sequence.rows.empty() && !device_commit &&
+                     positions.size() > static_cast<int64_t>(sequence.rows.size());
+    padded.padded_begin[s] = total;
+    total += pad ? positions.size() : static_cast<int64_t>(sequence.rows.size());
+    if (total > max_rows) return std::nullopt;  // before any row is copied: large steps cost nothing here
+    if (pad) {
       for (const int32_t p : sequence.rows) {
-        const auto found = std::ranges::lower_bound(rows, p);
-        if (found == rows.end() || *found != p) return std::nullopt;  // a row the step cannot predict: pack_batch says so
-        index.push_back(found - rows.begin());
+        if (!positions.holds(p)) return std::nullopt;  // a row the step cannot predict: pack_batch says so
+        index.push_back(p - positions.first);
       }
+      rows.resize(static_cast<size_t>(positions.size()));
+      std::iota(rows.begin(), rows.end(), static_cast<int32_t>(positions.first));
       grows = true;
     } else {
       rows.assign(sequence.rows.begin(), sequence.rows.end());
       for (size_t i = 0; i < rows.size(); ++i) index.push_back(static_cast<int64_t>(i));
     }
-    padded.padded_begin[s] = total;
-    total += static_cast<int64_t>(rows.size());
-    if (total > max_rows) return std::nullopt;
   }
   if (!grows) return std::nullopt;
   padded.padded_total = total;
 
-  padded.input.keep_logits = false;
   padded.input.device_commit = input.device_commit;
   padded.input.sampling.reserve(static_cast<size_t>(total));
   size_t real_row = 0;
