@@ -69,7 +69,6 @@ struct Setup {
   }
 };
 
-
 Setup setup_for(const PlanRequest& request) {
   Setup s;
   s.config = config_for(request.model);
@@ -219,8 +218,10 @@ PlanReport report_for(const PlanRequest& request, const Setup& s, const PlannedS
   report.weights_placement = request.weights;
   report.streamed_layers = static_cast<int64_t>(s.options.streamed_layers.size());
   report.device_weight_bytes = s.device_weight_bytes(), report.host_weight_bytes = s.streamed_bytes;
+  const std::vector<StagedLayer> layouts =
+      s.options.streamed_layers.empty() ? std::vector<StagedLayer>() : staged_layers(s.config, s.options.staged_weight_bytes);
   for (const int32_t layer : s.options.streamed_layers) {
-    const uint64_t staged = staged_layer(s.config, layer, s.options.staged_weight_bytes).bytes;
+    const uint64_t staged = layouts[static_cast<size_t>(layer)].bytes;
     report.staged_layer_bytes = std::max(report.staged_layer_bytes, staged);
     const double per_byte = layer_flops(graph, s.config, layer) / static_cast<double>(staged);
     if (report.flops_per_streamed_byte == 0 || per_byte < report.flops_per_streamed_byte)
@@ -315,8 +316,6 @@ int64_t cache_pages_of(const StepShape& shape) {
   return pages;
 }
 
-}  // namespace
-
 // The chunking of the step under the budget; with weights "auto", also the fewest last layers
 // streamed with which it fits (left in `s`; all of them when none fits, the most room there is).
 ChunkSearchResult search_placement(const PlanRequest& request, Setup& s, const StepShape& shape, uint64_t cache) {
@@ -330,6 +329,8 @@ ChunkSearchResult search_placement(const PlanRequest& request, Setup& s, const S
   s.stream_last_layers(s.config.layers);
   return search(s, shape, *request.budget, cache);
 }
+
+}  // namespace
 
 PlanReport plan_step(const PlanRequest& request) {
   Setup s = setup_for(request);

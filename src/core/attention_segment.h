@@ -15,7 +15,7 @@ struct AttentionSegment {
   // kv_begin a multiple of the page size) is row pages[kv_pages + p / page_rows] * page_rows +
   // p % page_rows of K and V, `pages` the page table the attention op is given.
   int64_t kv_pages = -1;
-  // 0: the keys are walked in one pass per query tile. k >= 1: a few query rows against a KV
+  // 0: the keys are walked in one pass per query tile. k >= 2: a few query rows against a KV
   // cache, whose keys a GPU reads in k parts at once and merges (attention_key_splits below); the
   // CPU's arithmetic does not depend on it.
   int64_t key_splits = 0;

@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <map>
 
 #include "backend/cpu/attention.h"
 #include "backend/cpu/elementwise.h"
@@ -100,16 +99,14 @@ std::vector<float> CpuExecutor::run(const Graph& graph, const PlannedStep& plann
   input(graph.logit_rows, batch.logit_rows);
   if (graph.cached()) input(graph.kv_rows, batch.kv_rows);
 
-  // Streamed layers: where each product weight sits in the layer's staged tensor.
-  std::map<int32_t, StagedLayer> staged_layers;
-  for (const GraphOp& op : graph.ops)
-    if (op.kind == OpKind::stage_weights)
-      staged_layers.emplace(op.layer, staged_layer(c, op.layer, graph.staged_weight_bytes));
+  // Streamed layers: where each product weight sits in a layer's staged tensor.
+  const std::vector<StagedLayer> staged_layouts =
+      graph.staged_weight_bytes > 0 ? staged_layers(c, graph.staged_weight_bytes) : std::vector<StagedLayer>();
   // Where a product reads its weight (of the resident view's shape and dtype): the resident view's
   // data, or its staged copy.
   auto product_weight = [&](const GraphOp& op, const WeightView& resident, int32_t expert) -> const void* {
     if (!op.staged.valid()) return resident.data;
-    return address(op.staged) + staged_layers.at(op.layer).find(op.weight, expert).offset;
+    return address(op.staged) + staged_layouts.at(static_cast<size_t>(op.layer)).find(op.weight, expert).offset;
   };
 
   const std::vector<float> inv_freq = cpu::rope_inv_freq(c.rotary(), c.rope_theta);
@@ -217,7 +214,7 @@ std::vector<float> CpuExecutor::run(const Graph& graph, const PlannedStep& plann
       }
       case OpKind::stage_weights: {  // the host's copy is the weights themselves: copied as stored
         std::byte* staged = address(op.out);
-        for (const StagedWeight& s : staged_layers.at(op.layer).weights) {
+        for (const StagedWeight& s : staged_layouts.at(static_cast<size_t>(op.layer)).weights) {
           const WeightView& view = s.expert >= 0 ? expert_weight_of(w, op.layer, s.role, s.expert)
                                                  : weight_of(w, op.layer, s.role);
           MOSAIC_ASSERT(view.shape.size() == 2 && view.shape[0] == s.n && view.shape[1] == s.k &&

@@ -181,7 +181,7 @@ TEST_P(PlannedExecution, ThePlanHoldsTwoStagedLayersAtMost) {
     const Graph streamed = instantiate_step_graph(config, shape, chunks, options);
     options.streamed_layers.clear();
     uint64_t largest = 0;
-    for (const int32_t layer : every) largest = std::max(largest, staged_layer(config, layer, 2).bytes);
+    for (const StagedLayer& layer : staged_layers(config, 2)) largest = std::max(largest, layer.bytes);
     const PlannedStep planned = plan_graph(streamed);
     EXPECT_GT(planned.plan.peak_bytes, resident.plan.peak_bytes) << chunks.to_string();
     EXPECT_LE(planned.plan.peak_bytes, resident.plan.peak_bytes + 2 * largest) << chunks.to_string();

@@ -17,11 +17,11 @@
 #include <thread>
 
 #include "core/error.h"
+#include "exec/replay_padding.h"
 #include "gen/confidence.h"
 #include "gen/generator.h"
 #include "gen/position_select.h"
 #include "gen/step_bound.h"
-#include "exec/replay_padding.h"
 #include "model/test_model.h"
 
 namespace mosaic {

@@ -53,8 +53,8 @@ enum class TensorRole : uint8_t {
   expert_input,    // [R K, hidden]: the rows permuted by expert
   expert_gate, expert_up,  // [R K, expert_ffn]
   expert_output,   // [R K, hidden]
-  // A streamed layer's product weights staged from host memory, one row of bytes per weight in
-  // the order of graph/weight_staging.h: u8 [weights, bytes of the largest].
+  // A streamed layer's product weights staged from host memory, laid out as
+  // graph/weight_staging.h says: u8 [1, the layer's staged bytes].
   staged_weights,
 };
 

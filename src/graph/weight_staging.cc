@@ -25,11 +25,12 @@ const StagedWeight& StagedLayer::find(WeightRole role, int32_t expert) const {
        expert >= 0 ? fmt::format(" of expert {}", expert) : std::string());
 }
 
-StagedLayer staged_layer(const ModelConfig& config, int32_t layer, size_t element_bytes) {
-  StagedLayer staged;
-  staged.layer = layer;
+std::vector<StagedLayer> staged_layers(const ModelConfig& config, size_t element_bytes) {
+  std::vector<StagedLayer> layers(static_cast<size_t>(config.layers));
+  for (size_t l = 0; l < layers.size(); ++l) layers[l].layer = static_cast<int32_t>(l);
   for (const WeightSpec& spec : family_weight_specs(config)) {
-    if (spec.layer != layer || !is_product_weight(spec.role)) continue;
+    if (spec.layer < 0 || !is_product_weight(spec.role)) continue;
+    StagedLayer& staged = layers[static_cast<size_t>(spec.layer)];
     const uint64_t start = staged.bytes;
     const int64_t k = spec.shape[1];
     if (spec.role == WeightRole::qkv) {
@@ -44,7 +45,7 @@ StagedLayer staged_layer(const ModelConfig& config, int32_t layer, size_t elemen
     }
     staged.bytes = start + aligned(static_cast<uint64_t>(spec.shape[0] * k) * element_bytes);
   }
-  return staged;
+  return layers;
 }
 
 Graph stage_layer_weights(const Graph& graph, const ModelConfig& config, std::span<const int32_t> layers,
@@ -57,26 +58,25 @@ Graph stage_layer_weights(const Graph& graph, const ModelConfig& config, std::sp
     const int32_t layer = graph.ops[static_cast<size_t>(i)].layer;
     if (layer >= 0) first_op.try_emplace(layer, i);
   }
+  // The graph as it is, less its ops: the builder derives every lifetime again as they are replayed.
   GraphBuilder builder;
-  for (const GraphTensor& t : graph.tensors) {
-    const int32_t id = builder.tensor(t.role, t.category, t.dtype, t.rows, t.cols, t.layer, t.chunk);
-    builder.graph().tensors[static_cast<size_t>(id)].resident = t.resident;
-  }
+  Graph& out = builder.graph();
+  out = graph;
+  out.ops.clear();
+  for (GraphTensor& t : out.tensors) t.first_op = t.last_op = -1;
+  const std::vector<StagedLayer> layouts = staged_layers(config, element_bytes);
   std::map<int32_t, int32_t> staged_tensor;           // layer -> its staged_weights tensor
   std::multimap<int32_t, int32_t> stage_before;       // op index -> layers staged just before it
   for (const int32_t layer : layers) {
     if (layer < 0 || layer >= config.layers) fail("layer {} cannot be streamed: the model has {}", layer, config.layers);
     if (staged_tensor.contains(layer) || !first_op.contains(layer)) continue;
-    const StagedLayer staged = staged_layer(config, layer, element_bytes);
+    const StagedLayer& staged = layouts[static_cast<size_t>(layer)];
     if (staged.weights.empty()) continue;
     staged_tensor[layer] = builder.tensor(TensorRole::staged_weights, TensorCategory::weights, DType::u8, 1,
                                           static_cast<int64_t>(staged.bytes), layer);
     const int32_t ahead = layer - prefetch;  // staged while this layer computes
     stage_before.emplace(ahead >= 0 && first_op.contains(ahead) ? first_op.at(ahead) : 0, layer);
   }
-  Graph& out = builder.graph();
-  out.segments = graph.segments;
-  out.kv_pages = graph.kv_pages, out.kv_page_rows = graph.kv_page_rows;
   for (int32_t i = 0; i < graph.op_count(); ++i) {
     for (auto [at, end] = stage_before.equal_range(i); at != end; ++at) {
       GraphOp stage{.kind = OpKind::stage_weights};
@@ -89,10 +89,6 @@ Graph stage_layer_weights(const Graph& graph, const ModelConfig& config, std::sp
       if (const auto staged = staged_tensor.find(op.layer); staged != staged_tensor.end()) op.staged = {staged->second, 0};
     builder.op(op);
   }
-  out.ids = graph.ids, out.positions = graph.positions, out.logit_rows = graph.logit_rows;
-  out.kv_rows = graph.kv_rows;
-  out.tokens = graph.tokens, out.candidates = graph.candidates;
-  out.chunks = graph.chunks;
   out.staged_weight_bytes = staged_tensor.empty() ? 0 : element_bytes;
   return std::move(builder).finish(graph.output);
 }

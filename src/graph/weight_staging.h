@@ -40,11 +40,12 @@ struct StagedLayer {
   const StagedWeight& find(WeightRole role, int32_t expert = -1) const;
 };
 
-// The product weights of `layer` as staged, `element_bytes` per element: one layout per model
-// (the weight table's order, model/weight_names.h), whatever graph stages it, so that a layer's
-// host copy can be moved in one piece. Each tensor starts at an aligned offset; LLaDA 2.x's fused
-// qkv is staged whole, q, k and v its row blocks (as the resident views are).
-StagedLayer staged_layer(const ModelConfig& config, int32_t layer, size_t element_bytes);
+// Every decoder layer's product weights as staged, indexed by layer, `element_bytes` per
+// element, from one pass over the weight table (model/weight_names.h): one layout per model,
+// whatever graph stages it, so that a layer's host copy can be moved in one piece. Each tensor
+// starts at an aligned offset; LLaDA 2.x's fused qkv is staged whole, q, k and v its row blocks
+// (as the resident views are).
+std::vector<StagedLayer> staged_layers(const ModelConfig& config, size_t element_bytes);
 
 // `graph` with the product weights of `layers` staged: per streamed layer l, a staged_weights
 // tensor written by a stage_weights op placed before the first op of layer l - `prefetch`

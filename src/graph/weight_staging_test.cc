@@ -57,7 +57,7 @@ TEST(WeightStaging, ALayersProductsReadItsStagedTensorWrittenOneLayerAhead) {
   }
   EXPECT_EQ(tensor.last_op, last_reader);
   // q, k, v, o, gate, up, down of the tiny model, each at an aligned offset, 2 bytes an element.
-  const StagedLayer layer = staged_layer(config, 2, 2);
+  const StagedLayer layer = staged_layers(config, 2)[2];
   ASSERT_EQ(layer.weights.size(), 7u);
   uint64_t bytes = 0;
   for (const StagedWeight& w : layer.weights) {
@@ -88,7 +88,7 @@ TEST(WeightStaging, AtMostTwoLayersAreStagedAtOnce) {
 TEST(WeightStaging, ExpertsAreStagedOnePerExpert) {
   const ModelConfig config = tiny(Family::llada_moe);
   const Graph streamed = dense_step(config, {1});
-  const StagedLayer layer = staged_layer(config, 1, 2);
+  const StagedLayer layer = staged_layers(config, 2)[1];
   int64_t experts = 0;
   for (const StagedWeight& w : layer.weights) experts += w.expert >= 0;
   EXPECT_EQ(experts, 3 * config.experts);  // gate, up, down of each
@@ -103,7 +103,7 @@ TEST(WeightStaging, ExpertsAreStagedOnePerExpert) {
 // row blocks, then the output projection at the next aligned offset.
 TEST(WeightStaging, FusedQkvIsStagedWholeWithItsRowBlocks) {
   const ModelConfig config = tiny(Family::llada2);
-  const StagedLayer layer = staged_layer(config, 0, 2);
+  const StagedLayer layer = staged_layers(config, 2)[0];
   const uint64_t row = static_cast<uint64_t>(config.hidden) * 2;
   EXPECT_EQ(layer.find(WeightRole::q).offset, 0u);
   EXPECT_EQ(layer.find(WeightRole::k).offset, static_cast<uint64_t>(config.q_dim()) * row);
