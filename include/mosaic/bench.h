@@ -26,6 +26,7 @@ struct StepBenchmark {
   uint64_t planned_peak = 0, lower_bound = 0, average_live = 0, arena_bytes = 0;
   uint64_t cache_bytes = 0;             // the KV cache of the step's sequence (in the figures above)
   uint64_t weight_bytes = 0;            // device bytes of the weights
+  uint64_t streamed_weight_bytes = 0;   // of the streamed layers, in pinned host memory
   double par() const { return average_live ? double(planned_peak) / double(average_live) : 0; }
   // Mapped memory (arena and the step's cache) over the lower bound, which counts the cache too.
   double inflation() const { return lower_bound ? double(arena_bytes + cache_bytes) / double(lower_bound) : 0; }

@@ -81,6 +81,13 @@ struct EngineOptions {
   // merged into the weights at load, in fp32 (docs/design/lora-adapters.md). The merged
   // projections count as weight bytes against the budget.
   std::optional<std::filesystem::path> adapter;
+  // The last `streamed_layers` decoder layers keep their product weights (attention and MLP
+  // projections) in pinned host memory; each step copies them into its plan one layer ahead of
+  // use (docs/design/weight-staging.md), with the same bits as resident weights. The device then
+  // holds fewer weight bytes, so the same budget holds longer steps. CUDA only; dense layers
+  // only; 0: every weight resident. `mosaic plan --weights auto --budget B --seq-len L` reports
+  // how many a step of L tokens needs.
+  int64_t streamed_layers = 0;
 };
 
 struct GenerateRequest {

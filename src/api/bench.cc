@@ -140,7 +140,7 @@ StepBenchmark StepBench::run(int64_t length, int64_t masked, double temperature,
   input.sampling = canvas.sampling;
   StepBenchmark b;
   b.length = length, b.masked = masked, b.temperature = temperature;
-  b.weight_bytes = impl_->model->weights().bytes;
+  b.weight_bytes = impl_->backend.weight_bytes, b.streamed_weight_bytes = impl_->backend.streamed_weight_bytes;
   time_steps(*impl_->backend.runner, input, warmup, repeats, b);
   // The FLOPs the steps did: their last layer ran over the candidates only unless switched off or
   // the budget's chunking chose every row.
@@ -165,7 +165,7 @@ StepBenchmark StepBench::run_cached(int64_t length, int64_t masked, double tempe
     runner.run(input);
     input.sequences[0].begin = length - masked;  // then the block against the cached context
     b.length = length, b.masked = masked, b.temperature = temperature, b.cached = true;
-    b.weight_bytes = impl_->model->weights().bytes;
+    b.weight_bytes = impl_->backend.weight_bytes, b.streamed_weight_bytes = impl_->backend.streamed_weight_bytes;
     time_steps(runner, input, warmup, repeats, b);
   } catch (...) {
     runner.release_cache(sequence.cache_id);

@@ -2,6 +2,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "core/format_bytes.h"
@@ -50,9 +51,25 @@ std::optional<CudaShapeLimit> cuda_shape_limit(const ModelConfig& config) {
 }  // namespace
 #endif
 
+namespace {
+
+// The last `count` decoder layers (EngineOptions::streamed_layers, the layers `mosaic plan
+// --weights auto` streams), checked against the model.
+std::vector<int32_t> last_layers(const ModelConfig& config, int64_t count) {
+  if (count < 0 || count > config.layers)
+    fail("streamed layers {}: the model has {} decoder layers (expected 0 to {})", count, config.layers,
+         config.layers);
+  std::vector<int32_t> layers;
+  for (int64_t l = config.layers - count; l < config.layers; ++l) layers.push_back(static_cast<int32_t>(l));
+  return layers;
+}
+
+}  // namespace
+
 BackendChoice make_step_runner(const Model& model, const EngineOptions& options) {
   if (options.device != "auto" && options.device != "cpu" && options.device != "cuda")
     fail("device '{}' is not supported (expected auto, cpu or cuda)", options.device);
+  const std::vector<int32_t> streamed = last_layers(model.config(), options.streamed_layers);
 #ifdef MOSAIC_HAVE_CUDA
   const bool gpu_visible = cuda_devices_visible();
   // A shape the CUDA kernels do not take: refused on "cuda", the CPU on "auto".
@@ -72,12 +89,21 @@ BackendChoice make_step_runner(const Model& model, const EngineOptions& options)
     // No budget: the device memory free before the weights are uploaded, so that a step larger
     // than the GPU is chunked or refused by the plan rather than failing to map.
     const uint64_t budget = options.budget ? *options.budget : cuda_free_memory_bytes(options.cuda_device);
-    auto runner = std::make_unique<CudaStepRunner>(model, options.cuda_device, budget);
+    auto runner = std::make_unique<CudaStepRunner>(model, options.cuda_device, budget, streamed);
     const StepMemorySetup memory = runner->memory_setup();
-    return {std::move(runner), "cuda", memory, budget};
+    const uint64_t device_weights = runner->weight_bytes(), host_weights = runner->streamed_weight_bytes();
+    return {std::move(runner), "cuda", memory, budget, device_weights, host_weights};
 #else
     fail("--device cuda: this Mosaic was built without CUDA");
 #endif
+  }
+  // The CPU's weights are in host memory already: nothing to stream.
+  if (!streamed.empty()) {
+    if (options.device == "cpu")
+      fail("streamed layers {}: the CPU backend holds every weight in host memory already (streaming applies to "
+           "--device cuda)", options.streamed_layers);
+    log(LogLevel::warn, "streamed layers {}: running on the CPU, which holds every weight in host memory already",
+        options.streamed_layers);
   }
   // No budget: the machine's memory (RAM, or the cgroup's limit).
   const uint64_t weights = model.weights().bytes;
@@ -90,7 +116,7 @@ BackendChoice make_step_runner(const Model& model, const EngineOptions& options)
   }
   auto runner = std::make_unique<CpuStepRunner>(model, budget - weights);
   const StepMemorySetup memory = runner->memory_setup();
-  return {std::move(runner), "cpu", memory, budget};
+  return {std::move(runner), "cpu", memory, budget, weights, 0};
 }
 
 }  // namespace mosaic

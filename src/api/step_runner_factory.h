@@ -20,6 +20,8 @@ struct BackendChoice {
   // limit; CUDA: the device memory free when the engine opens), so that a step larger than the
   // machine is chunked or refused by the plan, never killed for memory or failing to map.
   std::optional<uint64_t> budget;
+  // Weight bytes the backend holds in its memory, and of the streamed layers in pinned host memory.
+  uint64_t weight_bytes = 0, streamed_weight_bytes = 0;
 };
 
 // Throws mosaic::Error for an unknown device, "cuda" with no usable GPU, or a budget the weights

@@ -29,6 +29,7 @@ struct BenchOptions {
   int warmup = 2, repeats = 5;
   int64_t length = 0;  // lmax: run this L instead of the planned L_max
   int64_t masked = 0;  // step: masked candidate rows at the end (0: L/2)
+  int64_t streamed_layers = 0;  // step: the last N layers' weights in pinned host memory
   bool json = false;
 };
 
@@ -36,6 +37,7 @@ EngineOptions engine_options(const BenchOptions& o) {
   EngineOptions options;
   options.device = o.device;
   if (!o.budget.empty()) options.budget = parse_byte_size(o.budget, "--budget");
+  options.streamed_layers = o.streamed_layers;
   return options;
 }
 
@@ -46,7 +48,8 @@ nlohmann::ordered_json to_json(const StepBenchmark& b) {
           {"last_layer_candidates_only", b.last_layer_candidates_only}, {"chunks", b.chunks},
           {"planned_peak_bytes", b.planned_peak}, {"lower_bound_bytes", b.lower_bound},
           {"average_live_bytes", b.average_live}, {"arena_bytes", b.arena_bytes}, {"cache_bytes", b.cache_bytes},
-          {"weight_bytes", b.weight_bytes}, {"par", b.par()}, {"inflation", b.inflation()}};
+          {"weight_bytes", b.weight_bytes},
+          {"streamed_weight_bytes", b.streamed_weight_bytes}, {"par", b.par()}, {"inflation", b.inflation()}};
 }
 
 void write_json_file(const std::string& path, const nlohmann::ordered_json& report) {
@@ -84,12 +87,15 @@ int run_step(const BenchOptions& o) {
   nlohmann::ordered_json report = {{"model", o.model}, {"family", bench->family()}, {"device", bench->device()},
                                    {"temperature", o.temperature}, {"warmup", o.warmup}, {"repeats", o.repeats}};
   if (options.budget) report["budget_bytes"] = *options.budget;
+  report["streamed_layers"] = o.streamed_layers;
   if (!o.json) {
     std::string shape = o.masked > 0 ? fmt::format("the last {} positions masked", o.masked)
                                      : std::string("prompt L/2, L/2 masked");
     if (cached) shape += ", each step computing only them against the dual KV cache of the rest";
     fmt::print("mosaic bench step: {} ({}, {}), {}, temperature {}, median of {} after {} warm-up\n", o.model,
                bench->family(), bench->device(), shape, o.temperature, o.repeats, o.warmup);
+    if (o.streamed_layers > 0)
+      fmt::print("the last {} layers' weights streamed from pinned host memory\n", o.streamed_layers);
     print_header();
   }
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
@@ -170,6 +176,9 @@ Action register_bench(CLI::App& app) {
   step->add_option("--masked", o->masked, "Masked candidate rows at the end of each sequence (default: L/2)");
   step->add_option("--cache", o->cache, "none | dual: time steps of the masked rows alone against a KV cache")
       ->check(CLI::IsMember({"none", "dual"}))
+      ->capture_default_str();
+  step->add_option("--streamed-layers", o->streamed_layers,
+                   "Keep the last N layers' weights in pinned host memory, copied in one layer ahead (CUDA)")
       ->capture_default_str();
   const Action generate = register_bench_generate(*command);
   auto* lmax = command->add_subcommand("lmax", "Plan L_max under --budget, then run one full step there");

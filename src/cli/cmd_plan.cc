@@ -115,9 +115,9 @@ void print_report(const PlanOptions& o, const PlanReport& r) {
   fmt::print("weights          {} ({})\n", gib(r.weight_bytes), r.weight_dtype);
   if (r.streamed_layers > 0) {
     fmt::print("streamed         {} of {} layers' product weights in host memory ({}; {} stay on the device), "
-               "staged one layer ahead ({} a layer); planning only: the engines do not stream weights yet\n",
+               "staged one layer ahead ({} a layer); CUDA engines: --streamed-layers {}\n",
                r.streamed_layers, r.layers, gib(r.host_weight_bytes), gib(r.device_weight_bytes),
-               gib(r.staged_layer_bytes));
+               gib(r.staged_layer_bytes), r.streamed_layers);
     fmt::print("                 >= {:.0f} flops of the step per streamed byte: a layer's transfer hides under the "
                "layer before it where link bandwidth >= compute rate / {:.0f}\n",
                r.flops_per_streamed_byte, r.flops_per_streamed_byte);

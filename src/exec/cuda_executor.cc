@@ -8,6 +8,7 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <set>
 #include <span>
 #include <vector>
 
@@ -27,6 +28,7 @@
 #include "exec/cuda_op_profile.h"
 #include "exec/cuda_step_graphs.h"
 #include "exec/gate_up_swiglu_fusion.h"
+#include "graph/weight_staging.h"
 #include "model/weight_names.h"
 
 namespace mosaic {
@@ -79,7 +81,7 @@ CudaStepGraphs::Signature launch_signature(const Graph& graph, const Address& ad
   for (const GraphOp& op : graph.ops) {
     put(op.kind), put(op.layer), put(op.weight), put(op.has_bias), put(op.accumulate), put(op.rows);
     put(op.segment_begin), put(op.segment_count);
-    for (const TensorRef* ref : {&op.out, &op.a, &op.b, &op.c, &op.index, &op.scratch, &op.out2}) {
+    for (const TensorRef* ref : {&op.out, &op.a, &op.b, &op.c, &op.index, &op.scratch, &op.out2, &op.staged}) {
       if (!ref->valid()) {
         put(-1);
         continue;
@@ -119,6 +121,17 @@ struct CudaExecutor::Impl {
   std::chrono::steady_clock::time_point launch_end;
   CudaOpProfile profile;  // MOSAIC_PROFILE_OPS=1
   CudaStepGraphs graphs;  // MOSAIC_CUDA_GRAPHS=0 turns replays off
+  // Streamed layers (graph/weight_staging.h): per layer its product weights in pinned host memory
+  // in the staged layout, and the events that order its copy: `slot_free` when the step's stream
+  // reaches the stage op (the staged tensor's earlier tenants are done), `arrived` when the copy
+  // stream has written it (the layer's first product waits for it).
+  struct StreamedLayer {
+    StagedLayer layout;
+    void* host = nullptr;
+    cudaEvent_t slot_free = nullptr, arrived = nullptr;
+  };
+  std::map<int32_t, StreamedLayer> streamed;
+  cudaStream_t copy_stream = nullptr;
 
   Impl(const Model& m, int d) : model(m), device(d) {}
 
@@ -143,7 +156,8 @@ uint64_t CudaExecutor::head_scratch_per_row(int64_t vocab) {
   return (cuda::lm_head_scratch_bytes(1024, vocab) + 1023) / 1024;
 }
 
-CudaExecutor::CudaExecutor(const Model& model, int device) : impl_(std::make_unique<Impl>(model, device)) {
+CudaExecutor::CudaExecutor(const Model& model, int device, std::span<const int32_t> streamed_layers)
+    : impl_(std::make_unique<Impl>(model, device)) {
   MOSAIC_CUDA_CHECK(cudaSetDevice(device));
   // The step's stream outranks the tail stream, so that the GPU starts a split attention op's
   // tail CTAs only when its head part has none left to start (lower numbers rank higher).
@@ -168,10 +182,21 @@ CudaExecutor::CudaExecutor(const Model& model, int device) : impl_(std::make_uni
     for (const ExpertWeights& e : l.experts)
       for (const WeightView* v : {&e.gate, &e.up, &e.down}) views.push_back(v);
   }
+  // Streamed layers' product weights go to pinned host memory below, not to the device.
+  std::set<const void*> on_host;
+  for (const int32_t layer : streamed_layers) {
+    if (layer < 0 || layer >= model.config().layers)
+      fail("layer {} cannot be streamed: the model has {}", layer, model.config().layers);
+    const LayerWeights& l = w.layers[static_cast<size_t>(layer)];
+    if (!l.experts.empty())
+      fail("layer {} has experts: the CUDA backend streams the weights of dense layers only", layer);
+    for (const WeightView* v : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down})
+      if (*v) on_host.insert(v->data);
+  }
   std::map<const void*, uint64_t> offsets;
   uint64_t total = 0;
   for (const WeightView* view : views) {
-    if (!*view || offsets.contains(view->data)) continue;
+    if (!*view || offsets.contains(view->data) || on_host.contains(view->data)) continue;
     offsets[view->data] = total;
     total += (elements_of(*view) * 2 + kAlign - 1) / kAlign * kAlign;
   }
@@ -183,22 +208,47 @@ CudaExecutor::CudaExecutor(const Model& model, int device) : impl_(std::make_uni
   MOSAIC_CUDA_CHECK(status);
   impl_->weight_bytes = total;
   std::vector<uint16_t> converted;
-  for (const WeightView* view : views) {
-    if (!*view || impl_->device_of.contains(view->data)) continue;
-    auto* target = static_cast<std::byte*>(impl_->weights) + offsets[view->data];
-    const uint64_t count = elements_of(*view);
-    const void* source = view->data;
-    if (view->dtype != DType::bf16) {  // convert once on the host
-      converted.resize(count);
-      for (uint64_t i = 0; i < count; ++i) {
-        const float value = view->dtype == DType::f32 ? static_cast<const float*>(view->data)[i]
-                                                      : f16_to_f32(static_cast<const uint16_t*>(view->data)[i]);
-        converted[i] = f32_to_bf16(value);
-      }
-      source = converted.data();
+  // A view's elements as bf16 (converted once on the host where stored otherwise).
+  auto bf16_of = [&](const WeightView& view) -> const void* {
+    if (view.dtype == DType::bf16) return view.data;
+    const uint64_t count = elements_of(view);
+    converted.resize(count);
+    for (uint64_t i = 0; i < count; ++i) {
+      const float value = view.dtype == DType::f32 ? static_cast<const float*>(view.data)[i]
+                                                   : f16_to_f32(static_cast<const uint16_t*>(view.data)[i]);
+      converted[i] = f32_to_bf16(value);
     }
-    MOSAIC_CUDA_CHECK(cudaMemcpy(target, source, count * 2, cudaMemcpyHostToDevice));
+    return converted.data();
+  };
+  for (const WeightView* view : views) {
+    if (!*view || impl_->device_of.contains(view->data) || on_host.contains(view->data)) continue;
+    auto* target = static_cast<std::byte*>(impl_->weights) + offsets[view->data];
+    MOSAIC_CUDA_CHECK(cudaMemcpy(target, bf16_of(*view), elements_of(*view) * 2, cudaMemcpyHostToDevice));
     impl_->device_of[view->data] = target;
+  }
+  if (!streamed_layers.empty()) MOSAIC_CUDA_CHECK(cudaStreamCreateWithFlags(&impl_->copy_stream, cudaStreamNonBlocking));
+  const std::vector<StagedLayer> layouts =
+      streamed_layers.empty() ? std::vector<StagedLayer>() : staged_layers(model.config(), 2);
+  for (const int32_t layer : streamed_layers) {
+    if (impl_->streamed.contains(layer)) continue;
+    Impl::StreamedLayer& streamed = impl_->streamed[layer];
+    streamed.layout = layouts[static_cast<size_t>(layer)];
+    const cudaError_t pinned = cudaHostAlloc(&streamed.host, streamed.layout.bytes, cudaHostAllocDefault);
+    if (pinned != cudaSuccess) {
+      cudaGetLastError();
+      streamed.host = nullptr;
+      fail("pinned host memory for the weights of streamed layer {} ({}) cannot be allocated: {}", layer,
+           format_bytes(streamed.layout.bytes), cudaGetErrorString(pinned));
+    }
+    for (const StagedWeight& staged : streamed.layout.weights) {
+      const WeightView& view = weight_of(w, layer, staged.role);
+      MOSAIC_ASSERT(view.shape.size() == 2 && view.shape[0] == staged.n && view.shape[1] == staged.k,
+                    "layer {}'s {} weight is not [{}, {}] as staged", layer, weight_role_name(staged.role), staged.n,
+                    staged.k);
+      std::memcpy(static_cast<std::byte*>(streamed.host) + staged.offset, bf16_of(view), elements_of(view) * 2);
+    }
+    MOSAIC_CUDA_CHECK(cudaEventCreateWithFlags(&streamed.slot_free, cudaEventDisableTiming));
+    MOSAIC_CUDA_CHECK(cudaEventCreateWithFlags(&streamed.arrived, cudaEventDisableTiming));
   }
   if (model.config().experts > 0) {
     std::vector<const void*> table;
@@ -226,9 +276,15 @@ CudaExecutor::CudaExecutor(const Model& model, int device) : impl_(std::make_uni
 }
 
 CudaExecutor::~CudaExecutor() {
-  for (cudaStream_t stream : {impl_->stream, impl_->tail_stream})
+  for (cudaStream_t stream : {impl_->stream, impl_->tail_stream, impl_->copy_stream})
     if (stream != nullptr) cudaStreamSynchronize(stream);
   if (impl_->weights != nullptr) cudaFree(impl_->weights);
+  for (auto& [layer, streamed] : impl_->streamed) {
+    if (streamed.host != nullptr) cudaFreeHost(streamed.host);
+    for (cudaEvent_t event : {streamed.slot_free, streamed.arrived})
+      if (event != nullptr) cudaEventDestroy(event);
+  }
+  if (impl_->copy_stream != nullptr) cudaStreamDestroy(impl_->copy_stream);
   for (cudaEvent_t event : {impl_->tail_fork, impl_->tail_join})
     if (event != nullptr) cudaEventDestroy(event);
   for (cudaStream_t stream : {impl_->stream, impl_->tail_stream})
@@ -236,6 +292,11 @@ CudaExecutor::~CudaExecutor() {
 }
 
 uint64_t CudaExecutor::weight_bytes() const { return impl_->weight_bytes; }
+uint64_t CudaExecutor::streamed_weight_bytes() const {
+  uint64_t bytes = 0;
+  for (const auto& [layer, streamed] : impl_->streamed) bytes += streamed.layout.bytes;
+  return bytes;
+}
 
 std::chrono::steady_clock::time_point CudaExecutor::last_launch_end() const { return impl_->launch_end; }
 
@@ -358,13 +419,23 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
   const auto rope_precision = c.family == Family::llada ? cuda::RopePrecision::fp32 : cuda::RopePrecision::bf16_tables;
   const float eps = static_cast<float>(c.rms_eps);
 
+  // A streamed layer's staged weights are waited for once, before its first product; `copied`
+  // holds the layers whose copy this enqueue started, so that the step's stream joins every copy
+  // (a capture must end with the copy stream joined) even where no product ran.
+  std::set<int32_t> arrived, copied;
+  auto staged_weight = [&](const GraphOp& op, cudaStream_t on) -> const void* {
+    const auto streamed = x.streamed.find(op.layer);
+    MOSAIC_ASSERT(streamed != x.streamed.end(), "layer {} is staged but not streamed by this executor", op.layer);
+    if (arrived.insert(op.layer).second) MOSAIC_CUDA_CHECK(cudaStreamWaitEvent(on, streamed->second.arrived));
+    return static_cast<const std::byte*>(address(op.staged)) + streamed->second.layout.find(op.weight).offset;
+  };
   // A linear op's rows [first, first + rows) (out = a W^T, or out += with op.accumulate).
   auto run_linear = [&](const GraphOp& op, int64_t first, int64_t rows) {
     const WeightView& view = weight_of(w, op.layer, op.weight);
     cuda::GemmArgs args;
     args.m = rows, args.n = view.shape[0], args.k = view.shape[1];
     args.a = address({op.a.tensor, op.a.row + first}), args.lda = cols(op.a);
-    args.b = x.on_device(view), args.ldb = view.shape[1];
+    args.b = op.staged.valid() ? staged_weight(op, stream) : x.on_device(view), args.ldb = view.shape[1];
     args.c = address({op.out.tensor, op.out.row + first}), args.ldc = cols(op.out);
     args.c_dtype = graph.tensors[static_cast<size_t>(op.out.tensor)].dtype;  // bf16; fp32 router logits
     if (op.has_bias) args.bias = x.on_device(weight_of(w, op.layer, bias_role_of(op.weight)));
@@ -411,6 +482,7 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
     for (size_t i = 0; i < graph.ops.size(); ++i) {
       if (!is_gate_up_swiglu(graph, i)) continue;
       const GraphOp& gate = graph.ops[i];
+      if (gate.staged.valid()) continue;  // a streamed layer's weights are not resident
       const WeightView& gate_weight = weight_of(w, gate.layer, WeightRole::gate);
       const WeightView& up_weight = weight_of(w, gate.layer, WeightRole::up);
       if (up_weight.shape != gate_weight.shape) continue;
@@ -430,6 +502,7 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
   // The forward's launches, op by op. Everything they read on the host is in the signature
   // below; what they read on the device was uploaded above.
   auto enqueue_forward = [&] {
+    arrived.clear(), copied.clear();  // each enqueue (a capture that fell back launches again) waits anew
     for (size_t index = 0; index < graph.ops.size(); ++index) {
       const GraphOp& op = graph.ops[index];
       if (op.rows == 0) continue;
@@ -531,9 +604,21 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
           cuda::expert_gemm(args, stream);
           break;
         }
-        case OpKind::stage_weights:  // GraphOptions::streamed_layers: planned (mosaic plan), not run on CUDA yet
-          MOSAIC_ASSERT(false, "the CUDA runner plans no streamed layers (layer {} was staged)", op.layer);
+        case OpKind::stage_weights: {
+          const auto streamed = x.streamed.find(op.layer);
+          MOSAIC_ASSERT(streamed != x.streamed.end() && graph.staged_weight_bytes == 2 &&
+                            graph.tensors[static_cast<size_t>(op.out.tensor)].bytes() == streamed->second.layout.bytes,
+                        "layer {} is staged as this executor does not stream it", op.layer);
+          // The copy waits for the step's stream to reach this op: the staged tensor's slot is then
+          // free of its earlier tenants. The layer's first product waits for `arrived`.
+          MOSAIC_CUDA_CHECK(cudaEventRecord(streamed->second.slot_free, stream));
+          MOSAIC_CUDA_CHECK(cudaStreamWaitEvent(x.copy_stream, streamed->second.slot_free));
+          MOSAIC_CUDA_CHECK(cudaMemcpyAsync(address(op.out), streamed->second.host, streamed->second.layout.bytes,
+                                            cudaMemcpyHostToDevice, x.copy_stream));
+          MOSAIC_CUDA_CHECK(cudaEventRecord(streamed->second.arrived, x.copy_stream));
+          copied.insert(op.layer);
           break;
+        }
         case OpKind::moe_combine:
           cuda::moe_combine(op.rows, c.hidden, c.experts_per_token, address(op.out), cols(op.out), address(op.a),
                             cols(op.a), static_cast<const float*>(address(op.b)), i32(op.index), stream);
@@ -561,6 +646,8 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
         x.profile.mark(label, stream);
       }
     }
+    for (const int32_t layer : copied)
+      if (!arrived.contains(layer)) MOSAIC_CUDA_CHECK(cudaStreamWaitEvent(stream, x.streamed.at(layer).arrived));
   };
   if (x.profile.enabled()) {  // events between the ops: launched directly
     x.profile.begin(stream);

@@ -50,7 +50,11 @@ class CudaExecutor {
  public:
   // Uploads the weights (converted to bf16 where stored otherwise). Throws mosaic::Error when the
   // device cannot hold them.
-  CudaExecutor(const Model& model, int device = 0);
+  // `streamed_layers`: decoder layers whose product weights stay in pinned host memory, in their
+  // staged layout (graph/weight_staging.h), and are copied into each step's staged tensors on a
+  // copy stream one layer ahead of use. Throws mosaic::Error when pinned memory cannot be had, or
+  // for a layer with experts (dense layers only, for now).
+  CudaExecutor(const Model& model, int device = 0, std::span<const int32_t> streamed_layers = {});
   ~CudaExecutor();
 
   // Runs the graph with tensors at the plan's offsets in `arena` (which must already cover the
@@ -70,6 +74,7 @@ class CudaExecutor {
   bool graphs_enabled() const;  // whether steps may replay graphs (MOSAIC_CUDA_GRAPHS, a failed capture)
 
   uint64_t weight_bytes() const;      // device bytes of the uploaded weights
+  uint64_t streamed_weight_bytes() const;  // pinned host bytes of the streamed layers' weights
   uint64_t workspace_bytes() const;   // cuBLASLt workspace and small per-step buffers
   // Bytes per candidate row the fused head needs as scratch (GraphOptions::head_scratch_per_row).
   static uint64_t head_scratch_per_row(int64_t vocab);

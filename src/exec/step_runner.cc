@@ -168,23 +168,31 @@ StepOutput CpuStepRunner::run(const StepInput& input) {
 
 #ifdef MOSAIC_HAVE_CUDA
 
-CudaStepRunner::CudaStepRunner(const Model& model, int device, std::optional<uint64_t> budget)
+CudaStepRunner::CudaStepRunner(const Model& model, int device, std::optional<uint64_t> budget,
+                               std::vector<int32_t> streamed_layers)
     : model_(model),
       device_(device),
       replay_padding_(replay_padding_from_environment()),
-      executor_(std::make_unique<CudaExecutor>(model, device)),
+      executor_(std::make_unique<CudaExecutor>(model, device, streamed_layers)),
       canvases_(std::make_unique<DeviceCanvases>(executor_->stream())),
       arena_(make_cuda_arena(device)),
       budget_(budget) {
   const uint64_t scratch = CudaExecutor::head_scratch_per_row(model.config().vocab);
   logits_options_ = graph_options(DType::bf16, HeadMode::logits);
   stats_options_ = graph_options(DType::bf16, HeadMode::stats, scratch);
+  for (GraphOptions* options : {&logits_options_, &stats_options_})
+    options->streamed_layers = streamed_layers, options->staged_weight_bytes = 2;  // staged as bf16
   logits_planner_ = std::make_unique<StepPlanner>(model.config(), logits_options_);
   stats_planner_ = std::make_unique<StepPlanner>(model.config(), stats_options_);
   fixed_bytes_ = executor_->weight_bytes() + std::max(executor_->workspace_bytes(), kCudaWorkspaceReserveBytes);
   if (budget && fixed_bytes_ >= *budget)
-    fail("the weights and workspace ({}) alone exceed the budget of {}", format_bytes(fixed_bytes_),
-         format_bytes(*budget));
+    fail("the weights and workspace ({}{}) alone exceed the budget of {}{}", format_bytes(fixed_bytes_),
+         streamed_layers.empty() ? std::string() : fmt::format(", with {} layers' weights in host memory",
+                                                                streamed_layers.size()),
+         format_bytes(*budget),
+         static_cast<int64_t>(streamed_layers.size()) < model.config().layers
+             ? "; --streamed-layers N keeps the last N layers' weights in host memory"
+             : "");
   chunker_ = std::make_unique<StepChunker>(model.config(), arena_->granularity());
 }
 
@@ -234,6 +242,7 @@ KvCacheStats CudaStepRunner::cache_stats() const {
 CudaStepRunner::~CudaStepRunner() = default;
 
 uint64_t CudaStepRunner::weight_bytes() const { return executor_->weight_bytes(); }
+uint64_t CudaStepRunner::streamed_weight_bytes() const { return executor_->streamed_weight_bytes(); }
 
 StepMemorySetup CudaStepRunner::memory_setup() const {
   std::lock_guard lock(mutex_);

@@ -150,13 +150,17 @@ class CudaStepRunner final : public StepRunner {
  public:
   // `budget`: all device bytes the engine may use (weights + workspace + arena); unset: the
   // device's free memory decides (a step that does not fit fails with mosaic::Error).
-  CudaStepRunner(const Model& model, int device, std::optional<uint64_t> budget);
+  // `streamed_layers`: layers whose product weights stay in pinned host memory and are staged
+  // into each step's plan one layer ahead (graph/weight_staging.h; dense layers only).
+  CudaStepRunner(const Model& model, int device, std::optional<uint64_t> budget,
+                 std::vector<int32_t> streamed_layers = {});
   ~CudaStepRunner() override;
 
   StepOutput run(const StepInput& input) override;
   bool commits_on_device() const override { return true; }
   void release_canvas(uint64_t canvas_id) override;
   uint64_t weight_bytes() const;
+  uint64_t streamed_weight_bytes() const;  // pinned host bytes of the streamed layers' weights
   StepMemorySetup memory_setup() const;
   uint64_t reserve_cache(int64_t positions) override;
   void release_cache(uint64_t id) override;

@@ -212,9 +212,11 @@ TEST_F(SchedulerTest, AStopCheckEndsTheRequestAtTheStepItFires) {
   EXPECT_TRUE(ticket->result()->cancelled);  // unfinished in the session's terms: masks are left
   const std::vector<int32_t> whole = solo(ticket->prompt_ids, o);
   // What it committed so far is what the whole run commits at those positions.
-  for (size_t p = 0; p < whole.size(); ++p)
-    if (ticket->result()->output_ids[p] != engine_->info().mask_token_id)
+  for (size_t p = 0; p < whole.size(); ++p) {
+    if (ticket->result()->output_ids[p] != engine_->info().mask_token_id) {
       EXPECT_EQ(ticket->result()->output_ids[p], whole[p]) << p;
+    }
+  }
 }
 
 TEST_F(SchedulerTest, ASuffixIsContextAfterTheSpan) {

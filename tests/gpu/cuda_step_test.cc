@@ -7,6 +7,7 @@
 // tiny LLaDA-MoE (per-head q/k norms, 8 experts, 2 per token) and the tiny LLaDA 2.x (fused QKV,
 // partial RoPE, a dense first layer, grouped sigmoid routing, a shared expert; generations by
 // block diffusion). Skipped without a device.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,8 +19,11 @@
 #include <random>
 #include <string_view>
 
+#include <fmt/format.h>
+
 #include "backend/cuda/attention_split_keys.h"
 #include "backend/cuda/gate_up_swiglu.h"
+#include "core/error.h"
 #include "exec/cuda_step_graphs.h"
 #include "exec/replay_padding.h"
 #include "exec/step_runner.h"
@@ -261,6 +265,40 @@ TEST_P(CudaStep, RepeatedStepsReplayAGraphWithTheSameBits) {
     const StepOutput expected = fresh.run(other);
     EXPECT_EQ(replayed.values, expected.values) << "keep_logits " << keep_logits;
     EXPECT_NE(replayed.values, direct.values);
+  }
+}
+
+// Layers whose product weights stay in pinned host memory, copied into each step's staged
+// tensors on the copy stream one layer ahead (graph/weight_staging.h), give the resident step's
+// bits: launched directly, captured and replayed, with either head. A layer with experts is
+// refused by name (the CUDA backend streams dense layers only).
+TEST_P(CudaStep, StreamedLayerWeightsGiveTheResidentBits) {
+  std::vector<int32_t> dense;
+  for (int32_t l = 0; l < static_cast<int32_t>(model_->config().layers); ++l)
+    if (model_->weights().layers[static_cast<size_t>(l)].experts.empty()) dense.push_back(l);
+  if (dense.size() < model_->weights().layers.size()) {
+    const int32_t routed_layer = static_cast<int32_t>(model_->weights().layers.size()) - 1;
+    try {
+      CudaStepRunner refused(*model_, 0, std::nullopt, {routed_layer});
+      ADD_FAILURE() << "a layer with experts was streamed";
+    } catch (const Error& error) {
+      EXPECT_THAT(error.what(), ::testing::HasSubstr(
+                                    fmt::format("layer {} has experts: the CUDA backend streams the weights of dense "
+                                                "layers only", routed_layer)));
+    }
+  }
+  if (dense.empty()) GTEST_SKIP() << "no dense layer to stream";
+  for (const bool keep_logits : {false, true}) {
+    const StepInput input = random_step({300, 77}, keep_logits, 9);
+    CudaStepRunner resident(*model_, 0, std::nullopt);
+    CudaStepRunner streamed(*model_, 0, std::nullopt, dense);
+    EXPECT_LT(streamed.weight_bytes(), resident.weight_bytes());
+    const StepOutput expected = resident.run(input);
+    for (int repeat = 0; repeat < 4; ++repeat)
+      EXPECT_EQ(streamed.run(input).values, expected.values) << "repeat " << repeat << " keep_logits " << keep_logits;
+    if (CudaStepGraphs().enabled()) {
+      EXPECT_GT(streamed.graph_replays(), 0u) << "captured on the second run, replayed after";
+    }
   }
 }
 
