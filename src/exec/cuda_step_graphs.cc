@@ -82,11 +82,6 @@ bool CudaStepGraphs::capture(Signature signature, cudaStream_t stream, const std
     return true;
   }
   if (status != cudaSuccess) return give_up("capture", status);
-  if (graphs_.size() >= capacity_ && update_least_recent(signature, graph)) {
-    cudaGraphDestroy(graph);
-    MOSAIC_CUDA_CHECK(cudaGraphLaunch(graphs_.front().graph, stream));
-    return true;
-  }
   cudaGraphExec_t exec = nullptr;
   // Kernel nodes keep the priority of the stream they were captured from (the executor's tail
   // stream ranks below the step's: exec/attention_tail_split.h).
@@ -101,21 +96,6 @@ bool CudaStepGraphs::capture(Signature signature, cudaStream_t stream, const std
     cudaGraphExecDestroy(graphs_.back().graph);
     graphs_.pop_back();
   }
-  return true;
-}
-
-bool CudaStepGraphs::update_least_recent(Signature& signature, cudaGraph_t graph) {
-  // Nothing of the least recent graph is in flight: every step waits for its own work.
-  Entry& least = graphs_.back();
-  cudaGraphExecUpdateResultInfo info{};
-  if (cudaGraphExecUpdate(least.graph, graph, &info) != cudaSuccess) {
-    (void)cudaGetLastError();  // another topology: the caller instantiates (the entry is evicted there)
-    return false;
-  }
-  least.signature = std::move(signature);
-  graphs_.splice(graphs_.begin(), graphs_, std::prev(graphs_.end()));
-  ++updates_;
-  last_capture_replayed_ = false;
   return true;
 }
 

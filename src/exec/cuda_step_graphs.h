@@ -8,9 +8,9 @@
 // what the kernels read from device memory (ids, positions, segments, sampling rows) is uploaded
 // before each step as before, outside the graph. A signature is captured the second time it is
 // seen, so that steps whose shapes never repeat (a serving batch that changes every step) never
-// pay for a capture; the last `capacity` graphs are kept. Once they are, a new capture updates the
-// least recently used graph in place where CUDA can (the same topology: a block's next shape),
-// which costs the host less than instantiating another.
+// pay for a capture; the last `capacity` graphs are kept, a new capture evicting the least recently
+// used. (Updating that graph in place with cudaGraphExecUpdate instead gave wrong tokens on the
+// H200 in Dream's device-commit tests: docs/design/replay-padding.md.)
 //
 // MOSAIC_CUDA_GRAPHS=0 in the environment turns replays off (every step launches directly), as
 // vLLM's enforce_eager does. docs/design/cuda-graphs.md.
@@ -46,8 +46,6 @@ class CudaStepGraphs {
            bool expect_repeats = false);
 
   size_t replays() const { return replays_; }  // graphs launched again after their capture
-  // Captures that updated the least recently used graph in place instead of instantiating one.
-  size_t updates() const { return updates_; }
 
  private:
   struct Entry {
@@ -57,16 +55,12 @@ class CudaStepGraphs {
   // Captures, instantiates and launches the graph of `signature`. False when nothing was
   // launched (the caller launches directly).
   bool capture(Signature signature, cudaStream_t stream, const std::function<void()>& enqueue);
-  // With every slot taken: turns the least recently used graph into `graph` (cudaGraphExecUpdate,
-  // which needs the same topology; instantiating costs more) under `signature`, now the most
-  // recent. False when CUDA cannot update it.
-  bool update_least_recent(Signature& signature, cudaGraph_t graph);
 
   size_t capacity_;
   bool enabled_ = true;
   std::list<Entry> graphs_;         // most recently used first
   std::list<Signature> seen_once_;  // signatures run directly once, most recent first
-  size_t replays_ = 0, updates_ = 0;
+  size_t replays_ = 0;
   bool last_capture_replayed_ = false;  // whether capturing has paid off lately (expect_repeats)
 };
 
