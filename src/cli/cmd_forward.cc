@@ -26,6 +26,7 @@ struct ForwardOptions {
   std::string logits_out;
   std::string device = "auto";
   std::string adapter;
+  int64_t streamed_layers = 0;  // the last N layers' weights in pinned host memory (CUDA)
   int64_t block_length = 0;
   std::vector<int64_t> prompt_lengths;
 };
@@ -62,6 +63,7 @@ int run_forward(const ForwardOptions& options) {
   EngineOptions engine_options;
   engine_options.device = options.device;
   if (!options.adapter.empty()) engine_options.adapter = options.adapter;
+  engine_options.streamed_layers = options.streamed_layers;
   const auto engine = Engine::open(options.model, engine_options);
   const ModelInfo& info = engine->info();
   const std::vector<SequenceInput> batch = build_batch(options, info);
@@ -132,6 +134,7 @@ Action register_forward(CLI::App& app) {
   command->add_option("--model", options->model, "Hugging Face model folder")->required();
   command->add_option("--adapter", options->adapter,
                       "PEFT LoRA adapter folder (adapter_config.json + adapter_model.safetensors), merged at load");
+  command->add_option("--streamed-layers", options->streamed_layers, "Keep the last N decoder layers' weights in pinned host memory, copied in one layer ahead (CUDA; 'mosaic plan --weights auto' names N)");
   command->add_option("--ids", options->ids,
                       "Token ids of one sequence, e.g. 1,2,3 (repeat for a batch)")
       ->required();

@@ -31,6 +31,7 @@ struct GenerateCliOptions {
   std::vector<std::string> prompts, ids;
   std::string prompt_file, budget, remasking = "low_confidence", alg = "origin", device = "auto", cache = "auto";
   std::string adapter;  // PEFT LoRA folder merged at load
+  int64_t streamed_layers = 0;  // the last N layers' weights in pinned host memory (CUDA)
   std::string suffix;  // infilling: text after the generated span (docs/design/infilling.md)
   bool chat = false, json = false, visual = false, quiet = false, allow_long_context = false;
   GenerationOptions gen;
@@ -110,6 +111,7 @@ int run_generate(GenerateCliOptions& o) {
   engine_options.device = o.device;
   if (given(o.budget_given)) engine_options.budget = parse_byte_size(o.budget, "--budget");
   if (!o.adapter.empty()) engine_options.adapter = o.adapter;
+  engine_options.streamed_layers = o.streamed_layers;
   if (o.model.empty()) o.model = builtin_model_dir().string();
   const auto engine = Engine::open(o.model, engine_options);
   GenerationOptions& gen = o.gen;
@@ -217,6 +219,7 @@ Action register_generate(CLI::App& app) {
                 "Hugging Face model folder (default: the built-in model, models/kjv-llada-12m)");
   c->add_option("--adapter", o->adapter,
                 "PEFT LoRA adapter folder (adapter_config.json + adapter_model.safetensors), merged at load");
+  c->add_option("--streamed-layers", o->streamed_layers, "Keep the last N decoder layers' weights in pinned host memory, copied in one layer ahead (CUDA; 'mosaic plan --weights auto' names N)");
   c->add_option("--prompt", o->prompts, "Prompt text (repeat for a batch); default: stdin");
   c->add_option("--prompt-file", o->prompt_file, "Read the prompt from a file");
   c->add_option("--ids", o->ids, "Prompt as token ids, e.g. 1,2,3 (repeat for a batch)");

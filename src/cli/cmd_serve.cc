@@ -26,6 +26,7 @@ struct ServeCliOptions {
       cache = "auto", allowed_origins, adapter;
   serve::ServeOptions serve;
   int64_t gen_length = 128, steps = 0;
+  int64_t streamed_layers = 0;  // the last N layers' weights in pinned host memory (CUDA)
   bool no_access_log = false;
   D2fFlags d2f;  // serve --d2f: the default decoding of requests
 };
@@ -83,6 +84,7 @@ int run_serve(ServeCliOptions& o) {
   EngineOptions engine_options;
   engine_options.device = o.device;
   if (!o.adapter.empty()) engine_options.adapter = o.adapter;
+  engine_options.streamed_layers = o.streamed_layers;
   if (!o.budget.empty()) {
     engine_options.budget = parse_byte_size(o.budget, "--budget");
   } else if (o.device != "cpu") {
@@ -119,6 +121,7 @@ Action register_serve(CLI::App& app) {
   c->add_option("--model", o->model, "Hugging Face model folder (default: the built-in model)");
   c->add_option("--adapter", o->adapter,
                 "PEFT LoRA adapter folder (adapter_config.json + adapter_model.safetensors), merged at load");
+  c->add_option("--streamed-layers", o->streamed_layers, "Keep the last N decoder layers' weights in pinned host memory, copied in one layer ahead (CUDA; 'mosaic plan --weights auto' names N)");
   c->add_option("--model-name", o->model_name, "Name clients use (default: the folder's name)");
   c->add_option("--host", s.host, "Address to listen on")->default_val("127.0.0.1");
   c->add_option("--port", s.port, "Port (0: any free port)")->default_val(8000)->check(CLI::Range(0, 65535));

@@ -48,6 +48,15 @@ def test_budget_smaller_than_the_weights(models):
         mosaic.Engine(models["llada"], device="cpu", budget="1KiB")
 
 
+def test_streamed_layers_are_refused_on_the_cpu_and_outside_the_model(models):
+    with pytest.raises(mosaic.Error, match="the CPU backend holds every weight in host memory already"):
+        mosaic.Engine(models["llada"], device="cpu", streamed_layers=1)
+    with pytest.raises(mosaic.Error, match=r"streamed layers 99: the model has \d+ decoder layers"):
+        mosaic.Engine(models["llada"], device="cpu", streamed_layers=99)
+    with pytest.raises(TypeError, match="streamed_layers must be an int"):
+        mosaic.Engine(models["llada"], device="cpu", streamed_layers="2")
+
+
 @pytest.mark.parametrize("device, error, fragment", [
     ("tpu", ValueError, "device 'tpu' is not supported"),
     ("cuda:x", ValueError, "is not supported"),
