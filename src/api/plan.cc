@@ -60,12 +60,9 @@ struct Setup {
   uint64_t device_weight_bytes() const { return weight_bytes - streamed_bytes; }
   // Streams the last `count` layers' product weights (0: every weight resident).
   void stream_last_layers(int64_t count) {
-    options.streamed_layers.clear();
+    options.streamed_layers = last_layers(config, count);
     streamed_bytes = 0;
-    for (int64_t l = config.layers - count; l < config.layers; ++l) {
-      options.streamed_layers.push_back(static_cast<int32_t>(l));
-      streamed_bytes += layer_product_bytes[static_cast<size_t>(l)];
-    }
+    for (const int32_t l : options.streamed_layers) streamed_bytes += layer_product_bytes[static_cast<size_t>(l)];
   }
 };
 

@@ -8,6 +8,7 @@
 #include "core/format_bytes.h"
 #include "core/log.h"
 #include "core/printable.h"
+#include "graph/weight_staging.h"
 #include "mem/host_memory.h"
 #ifdef MOSAIC_HAVE_CUDA
 #include "backend/cuda/attention.h"
@@ -50,21 +51,6 @@ std::optional<CudaShapeLimit> cuda_shape_limit(const ModelConfig& config) {
 
 }  // namespace
 #endif
-
-namespace {
-
-// The last `count` decoder layers (EngineOptions::streamed_layers, the layers `mosaic plan
-// --weights auto` streams), checked against the model.
-std::vector<int32_t> last_layers(const ModelConfig& config, int64_t count) {
-  if (count < 0 || count > config.layers)
-    fail("streamed layers {}: the model has {} decoder layers (expected 0 to {})", count, config.layers,
-         config.layers);
-  std::vector<int32_t> layers;
-  for (int64_t l = config.layers - count; l < config.layers; ++l) layers.push_back(static_cast<int32_t>(l));
-  return layers;
-}
-
-}  // namespace
 
 BackendChoice make_step_runner(const Model& model, const EngineOptions& options) {
   if (options.device != "auto" && options.device != "cpu" && options.device != "cuda")

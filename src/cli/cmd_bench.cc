@@ -13,6 +13,7 @@
 #include "cli/byte_size.h"
 #include "cli/commands.h"
 #include "cli/list_parse.h"
+#include "cli/streamed_layers_flag.h"
 #include "core/error.h"
 #include "mosaic/bench.h"
 #include "mosaic/device.h"
@@ -177,9 +178,7 @@ Action register_bench(CLI::App& app) {
   step->add_option("--cache", o->cache, "none | dual: time steps of the masked rows alone against a KV cache")
       ->check(CLI::IsMember({"none", "dual"}))
       ->capture_default_str();
-  step->add_option("--streamed-layers", o->streamed_layers,
-                   "Keep the last N layers' weights in pinned host memory, copied in one layer ahead (CUDA)")
-      ->capture_default_str();
+  add_streamed_layers_flag(step, o->streamed_layers)->capture_default_str();
   const Action generate = register_bench_generate(*command);
   auto* lmax = command->add_subcommand("lmax", "Plan L_max under --budget, then run one full step there");
   add_common(lmax, o.get());

@@ -11,6 +11,7 @@
 #include "cli/list_parse.h"
 #include "cli/logit_stats.h"
 #include "cli/npy.h"
+#include "cli/streamed_layers_flag.h"
 #include "core/error.h"
 #include "mosaic/engine.h"
 
@@ -134,7 +135,7 @@ Action register_forward(CLI::App& app) {
   command->add_option("--model", options->model, "Hugging Face model folder")->required();
   command->add_option("--adapter", options->adapter,
                       "PEFT LoRA adapter folder (adapter_config.json + adapter_model.safetensors), merged at load");
-  command->add_option("--streamed-layers", options->streamed_layers, "Keep the last N decoder layers' weights in pinned host memory, copied in one layer ahead (CUDA; 'mosaic plan --weights auto' names N)");
+  add_streamed_layers_flag(command, options->streamed_layers);
   command->add_option("--ids", options->ids,
                       "Token ids of one sequence, e.g. 1,2,3 (repeat for a batch)")
       ->required();

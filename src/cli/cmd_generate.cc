@@ -19,6 +19,7 @@
 #include "cli/d2f_flags.h"
 #include "cli/list_parse.h"
 #include "cli/progress.h"
+#include "cli/streamed_layers_flag.h"
 #include "core/error.h"
 #include "mosaic/engine.h"
 #include "tokenizer/chat_template.h"
@@ -219,7 +220,7 @@ Action register_generate(CLI::App& app) {
                 "Hugging Face model folder (default: the built-in model, models/kjv-llada-12m)");
   c->add_option("--adapter", o->adapter,
                 "PEFT LoRA adapter folder (adapter_config.json + adapter_model.safetensors), merged at load");
-  c->add_option("--streamed-layers", o->streamed_layers, "Keep the last N decoder layers' weights in pinned host memory, copied in one layer ahead (CUDA; 'mosaic plan --weights auto' names N)");
+  add_streamed_layers_flag(c, o->streamed_layers);
   c->add_option("--prompt", o->prompts, "Prompt text (repeat for a batch); default: stdin");
   c->add_option("--prompt-file", o->prompt_file, "Read the prompt from a file");
   c->add_option("--ids", o->ids, "Prompt as token ids, e.g. 1,2,3 (repeat for a batch)");

@@ -12,6 +12,7 @@
 #include "cli/byte_size.h"
 #include "cli/commands.h"
 #include "cli/d2f_flags.h"
+#include "cli/streamed_layers_flag.h"
 #include "core/error.h"
 #include "mosaic/device.h"
 #include "mosaic/engine.h"
@@ -121,7 +122,7 @@ Action register_serve(CLI::App& app) {
   c->add_option("--model", o->model, "Hugging Face model folder (default: the built-in model)");
   c->add_option("--adapter", o->adapter,
                 "PEFT LoRA adapter folder (adapter_config.json + adapter_model.safetensors), merged at load");
-  c->add_option("--streamed-layers", o->streamed_layers, "Keep the last N decoder layers' weights in pinned host memory, copied in one layer ahead (CUDA; 'mosaic plan --weights auto' names N)");
+  add_streamed_layers_flag(c, o->streamed_layers);
   c->add_option("--model-name", o->model_name, "Name clients use (default: the folder's name)");
   c->add_option("--host", s.host, "Address to listen on")->default_val("127.0.0.1");
   c->add_option("--port", s.port, "Port (0: any free port)")->default_val(8000)->check(CLI::Range(0, 65535));

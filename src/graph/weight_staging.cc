@@ -48,6 +48,15 @@ std::vector<StagedLayer> staged_layers(const ModelConfig& config, size_t element
   return layers;
 }
 
+std::vector<int32_t> last_layers(const ModelConfig& config, int64_t count) {
+  if (count < 0 || count > config.layers)
+    fail("streamed layers {}: the model has {} decoder layers (expected 0 to {})", count, config.layers,
+         config.layers);
+  std::vector<int32_t> layers;
+  for (int64_t l = config.layers - count; l < config.layers; ++l) layers.push_back(static_cast<int32_t>(l));
+  return layers;
+}
+
 Graph stage_layer_weights(const Graph& graph, const ModelConfig& config, std::span<const int32_t> layers,
                           size_t element_bytes, int32_t prefetch) {
   if (layers.empty()) return graph;

@@ -47,6 +47,10 @@ struct StagedLayer {
 // (as the resident views are).
 std::vector<StagedLayer> staged_layers(const ModelConfig& config, size_t element_bytes);
 
+// The last `count` decoder layers: the ones streamed, by `mosaic plan --weights` and by
+// EngineOptions::streamed_layers alike. Throws mosaic::Error for a count outside 0 .. layers.
+std::vector<int32_t> last_layers(const ModelConfig& config, int64_t count);
+
 // `graph` with the product weights of `layers` staged: per streamed layer l, a staged_weights
 // tensor written by a stage_weights op placed before the first op of layer l - `prefetch`
 // (before op 0 for the first layers) and read by layer l's linear and expert_linear ops through
