@@ -47,6 +47,10 @@ struct PlanRequest {
   // layer ahead of use), or "auto" (with a budget: the fewest layers, the last ones, streamed that
   // let the step fit). Norm weights, biases, the embedding and the LM head stay on the device.
   std::string weights = "device";
+  // Where the residual stream lives (docs/design/residual-staging.md): "auto" (the default: on
+  // the device wherever the step fits so, else in pinned host memory, staged by rows — what a CUDA
+  // engine does; the CPU keeps it where everything is), "device", or "host".
+  std::string residual = "auto";
 };
 
 struct PlanCategoryBytes {
@@ -112,6 +116,12 @@ struct PlanReport {
   uint64_t device_weight_bytes = 0, host_weight_bytes = 0;
   uint64_t staged_layer_bytes = 0;
   double flops_per_streamed_byte = 0;
+  // The residual stream's placement ("device" or "host"); in host memory: its pinned bytes, the
+  // bytes its rows move per step (staged in and written back), the most of those in one layer,
+  // and the fewest flops of a layer per byte it moves (as flops_per_streamed_byte).
+  std::string residual_placement = "device";
+  uint64_t host_residual_bytes = 0, residual_moved_bytes = 0, residual_layer_moved_bytes = 0;
+  double flops_per_residual_byte = 0;
   uint64_t total_bytes() const {
     return device_weight_bytes + workspace_bytes + cache_mapped_bytes + mapped_bytes;
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <map>
 
 #include "chunk/chunk_search.h"
 #include "core/error.h"
@@ -56,6 +57,7 @@ struct Setup {
   // and of those the layers options.streamed_layers streams.
   std::vector<uint64_t> layer_product_bytes;
   uint64_t streamed_bytes = 0;
+  ResidualPlacement residual = ResidualPlacement::device;
 
   uint64_t device_weight_bytes() const { return weight_bytes - streamed_bytes; }
   // Streams the last `count` layers' product weights (0: every weight resident).
@@ -111,6 +113,13 @@ Setup setup_for(const PlanRequest& request) {
   else if (request.weights == "auto" && !request.budget) fail("--weights auto chooses what to stream under a budget: give --budget");
   else if (request.weights != "device" && request.weights != "auto")
     fail("weights '{}' is not a placement (expected device, host or auto)", request.weights);
+  if (request.residual == "host") s.residual = ResidualPlacement::host;
+  else if (request.residual == "auto") s.residual = request.device == "cuda" ? ResidualPlacement::fit : ResidualPlacement::device;
+  else if (request.residual != "device")
+    fail("residual '{}' is not a placement (expected device, host or auto)", request.residual);
+  if (s.residual == ResidualPlacement::host && request.device != "cuda")
+    fail("--residual host keeps the residual stream in host memory beside the device's: the CPU has one memory "
+         "(expected --device cuda)");
   if (!request.adapter.empty()) {
     const LoraAdapter adapter = LoraAdapter::open(request.adapter);
     const std::vector<LoraTarget> targets =
@@ -174,6 +183,7 @@ ChunkSearchResult search(const Setup& s, const StepShape& shape, uint64_t budget
   request.options = s.options;
   request.activation_budget = activation_budget(s, budget, cache);
   request.granule = s.granule;
+  request.residual = s.residual;
   return search_chunks(s.config, request);
 }
 
@@ -223,6 +233,25 @@ PlanReport report_for(const PlanRequest& request, const Setup& s, const PlannedS
     const double per_byte = layer_flops(graph, s.config, layer) / static_cast<double>(staged);
     if (report.flops_per_streamed_byte == 0 || per_byte < report.flops_per_streamed_byte)
       report.flops_per_streamed_byte = per_byte;
+  }
+  if (graph.chunks.residual_in_host) {
+    report.residual_placement = "host";
+    report.host_residual_bytes = graph.host_bytes();
+    std::map<int32_t, uint64_t> moved;  // per layer
+    for (const GraphOp& op : graph.ops) {
+      if (op.kind != OpKind::stage_rows && op.kind != OpKind::unstage_rows) continue;
+      const GraphTensor& rows = graph.tensors[static_cast<size_t>(op.kind == OpKind::stage_rows ? op.out.tensor : op.a.tensor)];
+      const uint64_t bytes = static_cast<uint64_t>(op.rows) * rows.row_bytes();
+      report.residual_moved_bytes += bytes;
+      moved[rows.layer] += bytes;
+    }
+    for (const auto& [layer, bytes] : moved) {
+      report.residual_layer_moved_bytes = std::max(report.residual_layer_moved_bytes, bytes);
+      if (layer < 0 || bytes == 0) continue;
+      const double per_byte = layer_flops(graph, s.config, layer) / static_cast<double>(bytes);
+      if (report.flops_per_residual_byte == 0 || per_byte < report.flops_per_residual_byte)
+        report.flops_per_residual_byte = per_byte;
+    }
   }
   report.tokens = graph.tokens, report.candidates = graph.candidates;
   report.activation_peak = step.memory.planned_peak;
@@ -315,14 +344,23 @@ int64_t cache_pages_of(const StepShape& shape) {
 
 // The chunking of the step under the budget; with weights "auto", also the fewest last layers
 // streamed with which it fits (left in `s`; all of them when none fits, the most room there is).
+// Streaming weights moves far fewer bytes than streaming the residual stream (a layer's weights
+// once a step against x's rows several times a layer), so the layers are tried with x on the
+// device first; only with every layer streamed may x go to host memory too.
 ChunkSearchResult search_placement(const PlanRequest& request, Setup& s, const StepShape& shape, uint64_t cache) {
   if (request.weights != "auto") return search(s, shape, *request.budget, cache);
+  const ResidualPlacement residual = s.residual;
+  if (residual == ResidualPlacement::fit) s.residual = ResidualPlacement::device;
   for (int64_t count = 0; count < s.config.layers; ++count) {
     s.stream_last_layers(count);
     if (s.device_weight_bytes() + s.workspace + cache >= *request.budget) continue;
     ChunkSearchResult result = search(s, shape, *request.budget, cache);
-    if (result.fits) return result;
+    if (result.fits) {
+      s.residual = residual;
+      return result;
+    }
   }
+  s.residual = residual;
   s.stream_last_layers(s.config.layers);
   return search(s, shape, *request.budget, cache);
 }
@@ -335,7 +373,7 @@ PlanReport plan_step(const PlanRequest& request) {
   const auto start = Clock::now();
   if (!request.budget) {
     const ChunkConfig chunks{request.qkv_chunks, request.attention_chunks, request.ffn_chunks,
-                             request.head_chunks};
+                             request.head_chunks, false, s.residual == ResidualPlacement::host};
     const PlannedStep step = plan_graph(instantiate_step_graph(s.config, shape, chunks, s.options), s.planner);
     PlanReport report = report_for(request, s, step, ms_since(start));
     report.sequences = static_cast<int64_t>(shape.lengths.size());
@@ -351,8 +389,10 @@ PlanReport plan_step(const PlanRequest& request) {
     fail("at L = {} tokens the step needs at least {} ({} weights + {} workspace + {} KV cache + {} activations "
          "with every op chunked as far as it goes{}); the budget is {}",
          shape.tokens(), gib(total_floor), gib(weights), gib(s.workspace), gib(cache), gib(result.floor),
-         s.streamed_bytes > 0 ? fmt::format(", {} layers' weights in host memory", s.options.streamed_layers.size())
-                              : std::string(),
+         fmt::format("{}{}",
+                     s.streamed_bytes > 0 ? fmt::format(", {} layers' weights in host memory", s.options.streamed_layers.size())
+                                          : std::string(),
+                     result.chunks.residual_in_host ? ", the residual stream in host memory" : ""),
          gib(*request.budget));
   if (!result.fits)  // the floor fits, the placement does not
     fail("at L = {} tokens the step does not fit the budget of {}: chunked as far as it goes its "

@@ -22,6 +22,13 @@ nlohmann::ordered_json report_document(const PlanReport& r, bool with_timeline) 
                              {"staged_layer_bytes", r.staged_layer_bytes},
                              {"flops_per_streamed_byte", r.flops_per_streamed_byte}};
   }
+  if (r.residual_placement == "host") {
+    j["residual"] = {{"placement", r.residual_placement},
+                     {"host_bytes", r.host_residual_bytes},
+                     {"moved_bytes", r.residual_moved_bytes},
+                     {"layer_moved_bytes", r.residual_layer_moved_bytes},
+                     {"flops_per_moved_byte", r.flops_per_residual_byte}};
+  }
   if (!r.adapter.empty()) {
     j["adapter"] = {{"path", r.adapter},
                     {"projections", r.adapter_projections},

@@ -131,11 +131,46 @@ TEST(PlanStep, BudgetChoosesChunksThatFit) {
   }
 }
 
+// The residual stream in host memory: its bytes leave the device's total and are reported, with
+// what its rows move; under 24 GiB with every weight resident, auto places it there at L = 500,000
+// (x on the device cannot fit: ImpossibleBudgetSaysWhatIsNeeded).
+TEST(PlanStep, ResidualInHostReportsItsBytesAndWhatItMoves) {
+  PlanRequest request{.model = "llada-8b", .lengths = {4096}, .candidates = {2048}};
+  request.attention_chunks = 2, request.ffn_chunks = 2;
+  const PlanReport device = plan_step(request);
+  EXPECT_EQ(device.residual_placement, "device");
+  request.residual = "host";
+  const PlanReport host = plan_step(request);
+  EXPECT_EQ(host.residual_placement, "host");
+  const uint64_t x = uint64_t{4096} * 4096 * 2;
+  EXPECT_EQ(host.host_residual_bytes, x);
+  EXPECT_LE(host.activation_peak, device.activation_peak);  // here the peak is elsewhere (the FFN)
+  // Per layer but the last: the K/V pass reads every row, the query pass and the FFN read and
+  // write them back; the last layer's K/V pass reads them (its other rows are the candidates').
+  EXPECT_EQ(host.residual_moved_bytes, x * 5 * 31 + x);
+  EXPECT_EQ(host.residual_layer_moved_bytes, x * 5);
+  EXPECT_GT(host.flops_per_residual_byte, 0);
+  PlanRequest at_500k{.model = "llada-8b", .lengths = {500000}, .candidates = {250000}};
+  at_500k.budget = uint64_t{24} << 30;
+  const PlanReport auto_placed = plan_step(at_500k);
+  EXPECT_EQ(auto_placed.residual_placement, "host");
+  EXPECT_LE(auto_placed.total_bytes(), *at_500k.budget);
+  at_500k.device = "cpu";
+  EXPECT_THAT(error_of(at_500k), HasSubstr("needs at least"));  // the CPU keeps x where it is
+}
+
 TEST(PlanStep, ImpossibleBudgetSaysWhatIsNeeded) {
-  PlanRequest request{.model = "llada-8b", .lengths = {500000}, .candidates = {250000}};
+  // K and V alone (16 KiB a token) exceed what 24 GiB leaves beside the weights, wherever x is.
+  PlanRequest request{.model = "llada-8b", .lengths = {700000}, .candidates = {350000}};
   request.budget = uint64_t{24} << 30;
-  EXPECT_THAT(error_of(request), HasSubstr("at L = 500000 tokens the step needs at least"));
+  EXPECT_THAT(error_of(request), HasSubstr("at L = 700000 tokens the step needs at least"));
+  EXPECT_THAT(error_of(request), HasSubstr("with every op chunked as far as it goes, the residual stream in host memory"));
   EXPECT_THAT(error_of(request), HasSubstr("the budget is 24.000 GiB"));
+  // With x kept on the device, 500,000 tokens cannot fit either.
+  request.residual = "device";
+  request.lengths = {500000}, request.candidates = {250000};
+  EXPECT_THAT(error_of(request), HasSubstr("at L = 500000 tokens the step needs at least"));
+  request.residual = "auto";
   request.budget = uint64_t{10} << 30;
   EXPECT_THAT(error_of(request), HasSubstr("the weights (14.930 GiB) and workspace (64.00 MiB) alone exceed"));
 }

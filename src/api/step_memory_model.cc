@@ -32,6 +32,7 @@ MemoryFit StepMemoryModel::fit(const StepBound& bound, int64_t cache_pages) cons
   request.options = bound.logits ? setup_.runner.logits_options : setup_.runner.stats_options;
   request.activation_budget = *setup_.budget - fixed;
   request.granule = setup_.runner.granule;
+  request.residual = setup_.runner.residual_may_stream ? ResidualPlacement::fit : ResidualPlacement::device;
   const ChunkSearchResult result = search_chunks(config_, request);
   fit.fits = result.fits;
   const uint64_t activations = result.fits ? (result.planned_peak + setup_.runner.granule - 1) / setup_.runner.granule * setup_.runner.granule

@@ -10,6 +10,13 @@ namespace {
 
 uint64_t round_up(uint64_t bytes, uint64_t granule) { return (bytes + granule - 1) / granule * granule; }
 
+// The fewest rows a chunk of the row groups (K/V pass, query pass, FFN) holds.
+int64_t fewest_rows_per_chunk(const StepShape& shape, const ChunkConfig& chunks) {
+  const int64_t rows = shape.tokens();
+  const int64_t most = std::max({chunks.qkv, chunks.attention, chunks.ffn});
+  return (rows + most - 1) / most;
+}
+
 int64_t group_limit(const ChunkSearchRequest& request, ChunkGroup group) {
   const int64_t rows = group == ChunkGroup::head ? request.shape.total_candidates() : request.shape.tokens();
   return std::max<int64_t>(1, std::min(request.max_chunks, rows));
@@ -46,20 +53,20 @@ ChunkProbe probe_chunks(const ModelConfig& config, const StepShape& shape, const
 
 namespace {
 
-ChunkSearchResult search_with(const ModelConfig& config, const ChunkSearchRequest& request, bool last_layer_all_rows) {
+// The search with the structural choices of `structure` (its counts are ignored).
+ChunkSearchResult search_with(const ModelConfig& config, const ChunkSearchRequest& request, ChunkConfig structure) {
   ChunkSearchResult result;
   auto probe = [&](const ChunkConfig& chunks) {
     ++result.probes;
     return probe_chunks(config, request.shape, request.options, chunks);
   };
-  ChunkConfig floor_config;
-  floor_config.last_layer_all_rows = last_layer_all_rows;
+  structure.qkv = structure.attention = structure.ffn = structure.head = 1;
+  ChunkConfig floor_config = structure;
   for (int g = 0; g < kChunkGroups; ++g)
     floor_config.count(ChunkGroup(g)) = group_limit(request, ChunkGroup(g));
 
   uint64_t target = request.activation_budget;  // live-bytes target; lowered if placement overshoots
-  ChunkConfig chunks;
-  chunks.last_layer_all_rows = last_layer_all_rows;
+  ChunkConfig chunks = structure;
   for (;;) {
     const ChunkProbe current = probe(chunks);
     if (current.peak <= target) {
@@ -108,16 +115,18 @@ ChunkSearchResult search_with(const ModelConfig& config, const ChunkSearchReques
   return result;
 }
 
-}  // namespace
-
-ChunkSearchResult search_chunks(const ModelConfig& config, const ChunkSearchRequest& request) {
-  ChunkSearchResult candidates = search_with(config, request, false);
+// The search with x where `residual_in_host` says, over both forms of the last layer.
+ChunkSearchResult search_placed(const ModelConfig& config, const ChunkSearchRequest& request, bool residual_in_host) {
+  ChunkConfig structure;
+  structure.residual_in_host = residual_in_host;
+  ChunkSearchResult candidates = search_with(config, request, structure);
   // The last layer over candidates only keeps their gathered rows beside x, K and V. When the
   // step needs chunks anyway, the last layer over every row (the same results) may fit with
   // fewer, or be the only way to fit: the fewer chunks win, a tie goes to candidates only.
   if (!request.options.last_layer_candidates_only || (candidates.fits && candidates.chunks.extra_chunks() == 0))
     return candidates;
-  ChunkSearchResult all_rows = search_with(config, request, true);
+  structure.last_layer_all_rows = true;
+  ChunkSearchResult all_rows = search_with(config, request, structure);
   const int probes = candidates.probes + all_rows.probes;
   const bool all_rows_wins =
       all_rows.fits && (!candidates.fits || all_rows.chunks.extra_chunks() < candidates.chunks.extra_chunks());
@@ -138,6 +147,27 @@ ChunkSearchResult search_chunks(const ModelConfig& config, const ChunkSearchRequ
   ChunkSearchResult& chosen = all_rows_wins || !candidates.fits ? all_rows : candidates;
   chosen.probes = probes;
   return std::move(chosen);
+}
+
+}  // namespace
+
+ChunkSearchResult search_chunks(const ModelConfig& config, const ChunkSearchRequest& request) {
+  if (request.residual == ResidualPlacement::host) return search_placed(config, request, true);
+  // The residual stream stays on the device wherever the step fits so with chunks of a useful
+  // size: nothing to move.
+  ChunkSearchResult device = search_placed(config, request, false);
+  if (request.residual == ResidualPlacement::device ||
+      (device.fits && fewest_rows_per_chunk(request.shape, device.chunks) >= kMinRowsPerChunk))
+    return device;
+  ChunkSearchResult host = search_placed(config, request, true);
+  host.probes += device.probes;
+  // Both fit: x's copies hide under compute at such lengths, smaller chunks do not (they leave
+  // the GPU idle), so the fewer chunks win; a tie keeps x on the device.
+  if (device.fits && (!host.fits || host.chunks.extra_chunks() >= device.chunks.extra_chunks())) {
+    device.probes = host.probes;
+    return device;
+  }
+  return host;  // fits, or the lower floor (x's rows off the device)
 }
 
 }  // namespace mosaic

@@ -24,6 +24,16 @@
 // moment. When the step needs chunks, the search also runs with the last layer over every row
 // (ChunkConfig::last_layer_all_rows: the same results, the floor of x, K and V alone) and takes
 // whichever fits with fewer chunks; a tie goes to candidates only.
+//
+// Where the request allows it (ResidualPlacement::fit: a CUDA engine) and no chunking fits with
+// the residual stream on the device, the search runs again with x in host memory, staged by rows
+// (ChunkConfig::residual_in_host, graph/residual_staging.h). It runs too where keeping x on the
+// device fits only with chunks of fewer than kMinRowsPerChunk rows: such chunks leave the GPU idle
+// (measured: LLaDA-8B at L = 393,216 under 24 GiB needs 1,653 query chunks of 238 rows with x on
+// the device and ran past 200 s; at 557,056 with x in host memory, 40 chunks, 266 s at 641
+// TFLOP/s), while x's copies hide under compute at such lengths. Then the fewer chunks win, and a
+// tie keeps x on the device: no byte moves where moving buys nothing.
+// docs/design/residual-staging.md.
 #pragma once
 
 #include <cstdint>
@@ -36,12 +46,23 @@
 
 namespace mosaic {
 
+// Below this many rows a chunk of the K/V pass, query pass or FFN no longer fills the GPU.
+inline constexpr int64_t kMinRowsPerChunk = 8192;
+
+// Where the residual stream x lives (graph/residual_staging.h).
+enum class ResidualPlacement : uint8_t {
+  device,  // on the device (the CPU backend: its only memory)
+  host,    // in pinned host memory, staged by rows
+  fit,     // on the device where the step fits so, else in host memory (a CUDA engine)
+};
+
 struct ChunkSearchRequest {
   StepShape shape;
   GraphOptions options;
   uint64_t activation_budget = 0;   // bytes the arena may use
   uint64_t granule = 1;             // the arena maps whole granules (2 MiB pages on CUDA)
   int64_t max_chunks = kMaxChunksPerGroup;  // per group; chunks never hold fewer than one row
+  ResidualPlacement residual = ResidualPlacement::device;
 };
 
 struct ChunkSearchStep {

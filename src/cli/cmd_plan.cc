@@ -122,6 +122,15 @@ void print_report(const PlanOptions& o, const PlanReport& r) {
                "layer before it where link bandwidth >= compute rate / {:.0f}\n",
                r.flops_per_streamed_byte, r.flops_per_streamed_byte);
   }
+  if (r.residual_placement == "host") {
+    fmt::print("residual         in pinned host memory ({}), its rows staged into the arena per chunk and written "
+               "back: {} moved a step, at most {} in a layer (CUDA engines choose this themselves where x on the "
+               "device cannot fit, or only in chunks of fewer than 8,192 rows)\n",
+               gib(r.host_residual_bytes), gib(r.residual_moved_bytes), gib(r.residual_layer_moved_bytes));
+    fmt::print("                 >= {:.0f} flops of a layer per moved byte: its rows' copies hide under its compute "
+               "where link bandwidth >= compute rate / {:.0f}\n",
+               r.flops_per_residual_byte, r.flops_per_residual_byte);
+  }
   if (!r.adapter.empty()) {
     fmt::print("adapter          {}: rank {} on {} projections, merged at load ({})\n", r.adapter, r.adapter_rank,
                r.adapter_projections,
@@ -199,6 +208,10 @@ Action register_plan(CLI::App& app) {
                       "Where the layers' product weights live: device (resident), host (streamed from host memory "
                       "one layer ahead), or auto (the fewest layers streamed that fit --budget)")
       ->default_val("device");
+  command->add_option("--residual", o->request.residual,
+                      "Where the residual stream lives: auto (on the device where the step fits so, else in host "
+                      "memory staged by rows, as CUDA engines do), device, or host")
+      ->default_val("auto");
   command->add_option("--adapter", o->request.adapter,
                       "PEFT LoRA adapter folder merged at load: checked against the model, its fp32 copies counted on the CPU");
   return [o] { return run_plan(*o); };

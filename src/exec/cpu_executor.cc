@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "backend/cpu/attention.h"
 #include "backend/cpu/elementwise.h"
@@ -71,15 +72,21 @@ std::vector<float> CpuExecutor::run(const Graph& graph, const PlannedStep& plann
     MOSAIC_ASSERT(tensor.dtype == DType::f32 || tensor.dtype == DType::i32 || tensor.category == TensorCategory::weights,
                   "the CPU backend runs fp32 activations ({} is {})",
                   graph.tensor_name(static_cast<int32_t>(t)), dtype_name(tensor.dtype));
-    if (tensor.resident) continue;
+    if (tensor.resident || tensor.host) continue;
     const TensorUsage& slot = planned.usages[t];
     MOSAIC_ASSERT(tensor.bytes() <= slot.bytes && tensor.first_op == slot.first_op &&
                       tensor.last_op == slot.last_op,
                   "{} does not fit its planned slot", graph.tensor_name(static_cast<int32_t>(t)));
   }
   std::byte* base = arena.base();
+  // Host tensors (a residual stream staged by rows, graph/residual_staging.h): here every byte is
+  // host memory, so they are buffers of their own beside the arena, as on a GPU they are pinned.
+  std::vector<std::vector<std::byte>> host_tensors(graph.tensors.size());
+  for (size_t t = 0; t < graph.tensors.size(); ++t)
+    if (graph.tensors[t].host) host_tensors[t].resize(graph.tensors[t].bytes());
   auto address = [&](const TensorRef& ref) -> std::byte* {
     const GraphTensor& t = graph.tensors[static_cast<size_t>(ref.tensor)];
+    if (t.host) return host_tensors[static_cast<size_t>(ref.tensor)].data() + ref.row * t.row_bytes();
     if (t.resident) {  // the layer's K or V region of the cache
       float* region = t.role == TensorRole::cache_k ? cache->k(t.layer) : cache->v(t.layer);
       return reinterpret_cast<std::byte*>(region) + ref.row * t.row_bytes();
@@ -223,6 +230,14 @@ std::vector<float> CpuExecutor::run(const Graph& graph, const PlannedStep& plann
                         weight_role_name(s.role), s.n, s.k, graph.staged_weight_bytes, view.name);
           std::memcpy(staged + s.offset, view.data, static_cast<size_t>(s.n * s.k) * graph.staged_weight_bytes);
         }
+        break;
+      }
+      case OpKind::stage_rows:
+      case OpKind::unstage_rows: {  // rows of a host tensor to or from their staged copy
+        const GraphTensor& from = graph.tensors[static_cast<size_t>(op.a.tensor)];
+        MOSAIC_ASSERT(from.row_bytes() == graph.tensors[static_cast<size_t>(op.out.tensor)].row_bytes(),
+                      "{} copies rows of different widths", op_kind_name(op.kind));
+        std::memcpy(address(op.out), address(op.a), static_cast<size_t>(op.rows) * from.row_bytes());
         break;
       }
       case OpKind::moe_combine:

@@ -167,6 +167,27 @@ TEST_P(PlannedExecution, StreamedLayerWeightsChangeNoBit) {
   }
 }
 
+// The residual stream in host memory, its rows staged for each visit (graph/residual_staging.h):
+// unchunked (one visit of every row), chunked so that phases' rows overlap and not, with the last
+// layer over the candidates (its rows gathered from host memory) or over every row, with the
+// layers' weights streamed too, either head: the direct forward's bits.
+TEST_P(PlannedExecution, ResidualInHostChangesNoBit) {
+  auto batch = random_batch({41, 9}, 13);
+  batch[0].rows = {40, 3, 0, 17};
+  const std::vector<float> direct = direct_forward(model(), pack(batch));
+  for (const ChunkConfig& chunks :
+       {ChunkConfig{1, 1, 1, 1, false, true}, ChunkConfig{2, 1, 2, 1, false, true},
+        ChunkConfig{3, 4, 2, 2, false, true}, ChunkConfig{5, 7, 3, 1, true, true},
+        ChunkConfig{64, 64, 64, 64, false, true}})
+    EXPECT_EQ(planned(batch, chunks), direct) << chunks.to_string();
+  const int32_t layers = static_cast<int32_t>(model().config().layers);
+  std::vector<int32_t> every(static_cast<size_t>(layers));
+  std::iota(every.begin(), every.end(), 0);
+  const std::vector<float> stats = planned(batch, {}, HeadMode::stats);
+  EXPECT_EQ(planned(batch, {2, 3, 4, 2, false, true}, HeadMode::stats), stats);
+  EXPECT_EQ(planned(batch, {2, 3, 4, 2, false, true}, HeadMode::stats, every), stats);
+}
+
 // The plan holds the staged weights: two layers' worth live at once at most (the one computing
 // and the one arriving), so the peak grows by no more than that.
 TEST_P(PlannedExecution, ThePlanHoldsTwoStagedLayersAtMost) {

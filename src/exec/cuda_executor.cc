@@ -25,6 +25,7 @@
 #include "core/format_bytes.h"
 #include "core/half.h"
 #include "exec/attention_tail_split.h"
+#include "exec/cuda_host_rows.h"
 #include "exec/cuda_op_profile.h"
 #include "exec/cuda_step_graphs.h"
 #include "exec/gate_up_swiglu_fusion.h"
@@ -132,6 +133,8 @@ struct CudaExecutor::Impl {
   };
   std::map<int32_t, StreamedLayer> streamed;
   cudaStream_t copy_stream = nullptr;
+  // A residual stream in host memory (graph/residual_staging.h): its pinned buffer and copies.
+  CudaHostRows host_rows;
 
   Impl(const Model& m, int d) : model(m), device(d) {}
 
@@ -326,7 +329,7 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
                 "a cached step needs the KV cache and every computed row's cache row");
   for (size_t t = 0; t < graph.tensors.size(); ++t) {
     const GraphTensor& tensor = graph.tensors[t];
-    if (tensor.resident) continue;
+    if (tensor.resident || tensor.host) continue;
     MOSAIC_ASSERT(tensor.bytes() <= planned.usages[t].bytes, "{} does not fit its slot", graph.tensor_name(int32_t(t)));
     // fp32 only where the graph asks for it whatever the activations: the head's results, the
     // router's probabilities, LLaDA 2.x's router logits.
@@ -334,9 +337,11 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
                       tensor.role == TensorRole::route_weights || tensor.role == TensorRole::router_logits,
                   "the CUDA backend runs bf16 activations ({} is fp32)", graph.tensor_name(int32_t(t)));
   }
+  x.host_rows.prepare(graph);  // pinned memory for host tensors: refused here, before any launch
   auto* base = static_cast<std::byte*>(arena.base());
   auto address = [&](const TensorRef& ref) -> void* {
     const GraphTensor& t = graph.tensors[static_cast<size_t>(ref.tensor)];
+    if (t.host) return static_cast<std::byte*>(x.host_rows.host_address(ref.tensor)) + ref.row * t.row_bytes();
     if (t.resident) {  // the layer's K or V region of the cache
       void* region = t.role == TensorRole::cache_k ? io.cache->k(t.layer) : io.cache->v(t.layer);
       return static_cast<std::byte*>(region) + ref.row * t.row_bytes();
@@ -503,9 +508,15 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
   // below; what they read on the device was uploaded above.
   auto enqueue_forward = [&] {
     arrived.clear(), copied.clear();  // each enqueue (a capture that fell back launches again) waits anew
+    x.host_rows.begin();
     for (size_t index = 0; index < graph.ops.size(); ++index) {
       const GraphOp& op = graph.ops[index];
       if (op.rows == 0) continue;
+      // Staged rows of the residual stream (the visit's first op, its norm, names them first).
+      if (op.kind != OpKind::stage_rows)
+        for (const TensorRef* ref : {&op.out, &op.a, &op.b, &op.c})
+          if (ref->valid() && graph.tensors[static_cast<size_t>(ref->tensor)].role == TensorRole::residual_rows)
+            x.host_rows.wait_for(ref->tensor, stream);
       if (split_at[index] != 0) {
         run_split_attention(index);
         ++index;  // the o-projection ran with it
@@ -619,6 +630,16 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
           copied.insert(op.layer);
           break;
         }
+        case OpKind::stage_rows:
+          x.host_rows.stage(op.out.tensor, address(op.out), address(op.a),
+                            static_cast<size_t>(op.rows) * graph.tensors[static_cast<size_t>(op.a.tensor)].row_bytes(),
+                            stream);
+          break;
+        case OpKind::unstage_rows:
+          CudaHostRows::unstage(address(op.out), address(op.a),
+                                static_cast<size_t>(op.rows) * graph.tensors[static_cast<size_t>(op.a.tensor)].row_bytes(),
+                                stream);
+          break;
         case OpKind::moe_combine:
           cuda::moe_combine(op.rows, c.hidden, c.experts_per_token, address(op.out), cols(op.out), address(op.a),
                             cols(op.a), static_cast<const float*>(address(op.b)), i32(op.index), stream);

@@ -10,14 +10,18 @@ namespace mosaic {
 
 ChunkConfig StepChunker::chunks_for(const StepShape& shape, const GraphOptions& options,
                                     std::optional<uint64_t> activation_budget) {
-  if (!activation_budget) return {};
+  if (!activation_budget) {
+    ChunkConfig unchunked;
+    unchunked.residual_in_host = residual_ == ResidualPlacement::host;
+    return unchunked;
+  }
   const uint64_t budget = *activation_budget;
   const int64_t tokens = bucket_rows(shape.tokens());
   const int64_t candidates = std::min(bucket_rows(shape.total_candidates()), tokens);
   const auto key = std::make_tuple(tokens, candidates, static_cast<int>(options.head), shape.is_cached());
   if (const auto found = found_.find(key); found != found_.end()) {
     const Found& f = found->second;
-    const bool unchunked = f.chunks == ChunkConfig{};
+    const bool unchunked = f.chunks == ChunkConfig{};  // x on the device too: nothing to gain
     if (f.planned_peak <= budget && (unchunked || budget <= f.budget)) return f.chunks;
   }
   ChunkSearchRequest request;
@@ -25,6 +29,7 @@ ChunkConfig StepChunker::chunks_for(const StepShape& shape, const GraphOptions& 
   request.options = options;
   request.activation_budget = budget;
   request.granule = granule_;
+  request.residual = residual_;
   const ChunkSearchResult result = search_chunks(config_, request);
   if (!result.fits && result.floor > budget)
     fail("a step of {} tokens and {} candidate rows needs at least {} of activations; the budget "

@@ -20,8 +20,11 @@ namespace mosaic {
 
 class StepChunker {
  public:
-  // `granule`: the arena's allocation unit.
-  StepChunker(const ModelConfig& config, uint64_t granule) : config_(config), granule_(granule) {}
+  // `granule`: the arena's allocation unit. `residual`: where the residual stream may live
+  // (graph/residual_staging.h): a CUDA runner's `fit` keeps it in host memory for the steps that
+  // cannot fit otherwise; `host` keeps it there for every step, budget or not (for tests).
+  StepChunker(const ModelConfig& config, uint64_t granule, ResidualPlacement residual = ResidualPlacement::device)
+      : config_(config), granule_(granule), residual_(residual) {}
 
   // `activation_budget` unset: never chunk. Throws mosaic::Error naming the bytes needed when no
   // chunking fits the budget.
@@ -36,6 +39,7 @@ class StepChunker {
   };
   const ModelConfig& config_;
   uint64_t granule_;
+  ResidualPlacement residual_;
   // per bucket (tokens, candidates), head mode and whether the step is cached
   std::map<std::tuple<int64_t, int64_t, int, bool>, Found> found_;
 };

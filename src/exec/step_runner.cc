@@ -193,7 +193,15 @@ CudaStepRunner::CudaStepRunner(const Model& model, int device, std::optional<uin
          static_cast<int64_t>(streamed_layers.size()) < model.config().layers
              ? "; --streamed-layers N keeps the last N layers' weights in host memory"
              : "");
-  chunker_ = std::make_unique<StepChunker>(model.config(), arena_->granularity());
+  // The residual stream goes to host memory only for steps that cannot fit well otherwise
+  // (chunk/chunk_search.h); MOSAIC_RESIDUAL_IN_HOST=1 keeps it there for every step (tests compare
+  // the bits), =0 never (benchmarks compare the placements).
+  const char* in_host = std::getenv("MOSAIC_RESIDUAL_IN_HOST");
+  const std::string_view forced = in_host != nullptr ? in_host : "";
+  chunker_ = std::make_unique<StepChunker>(model.config(), arena_->granularity(),
+                                           forced == "1"   ? ResidualPlacement::host
+                                           : forced == "0" ? ResidualPlacement::device
+                                                           : ResidualPlacement::fit);
 }
 
 uint64_t CudaStepRunner::cache_bytes() const { return cache_ ? cache_->bytes() : 0; }
@@ -255,6 +263,7 @@ StepMemorySetup CudaStepRunner::memory_setup_locked() const {
   setup.cache_page_rows = pages_.page_rows();
   setup.cache_page_bytes = static_cast<uint64_t>(2 * c.layers * pages_.page_rows() * c.kv_dim() * 2);
   setup.cache_region_granule = arena_->granularity();  // the cache's regions map what the arena maps
+  setup.residual_may_stream = true;
   return setup;
 }
 

@@ -82,6 +82,9 @@ struct StepMemorySetup {
   int64_t cache_page_rows = 0;
   uint64_t cache_page_bytes = 0;
   uint64_t cache_region_granule = 1;
+  // The residual stream may go to host memory where a step cannot fit otherwise (a CUDA runner:
+  // graph/residual_staging.h); the chunk search asks the same.
+  bool residual_may_stream = false;
 };
 
 // Bytes a KV cache of `pages` pages holds, each of its 2 x layers regions mapped in whole granules.

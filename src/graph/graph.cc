@@ -49,6 +49,8 @@ std::string_view op_kind_name(OpKind kind) {
     case OpKind::expert_linear: return "expert_linear";
     case OpKind::moe_combine: return "moe_combine";
     case OpKind::stage_weights: return "stage_weights";
+    case OpKind::stage_rows: return "stage_rows";
+    case OpKind::unstage_rows: return "unstage_rows";
   }
   return "?";
 }
@@ -88,6 +90,7 @@ std::string_view role_name(TensorRole role) {
     case TensorRole::expert_up: return "expert_up";
     case TensorRole::expert_output: return "expert_output";
     case TensorRole::staged_weights: return "staged_weights";
+    case TensorRole::residual_rows: return "x_rows";
   }
   return "?";
 }
@@ -98,6 +101,13 @@ uint64_t Graph::resident_bytes() const {
   uint64_t bytes = 0;
   for (const GraphTensor& t : tensors)
     if (t.resident) bytes += t.bytes();
+  return bytes;
+}
+
+uint64_t Graph::host_bytes() const {
+  uint64_t bytes = 0;
+  for (const GraphTensor& t : tensors)
+    if (t.host) bytes += t.bytes();
   return bytes;
 }
 

@@ -56,6 +56,9 @@ enum class TensorRole : uint8_t {
   // A streamed layer's product weights staged from host memory, laid out as
   // graph/weight_staging.h says: u8 [1, the layer's staged bytes].
   staged_weights,
+  // Rows of a residual stream that lives in host memory (graph/residual_staging.h), staged into
+  // the arena for the ops of one visit: [the visit's rows, hidden].
+  residual_rows,
 };
 
 struct GraphTensor {
@@ -69,6 +72,10 @@ struct GraphTensor {
   // Lives outside the arena for longer than the step (the KV cache): the planner places nothing
   // for it and counts its bytes beside the arena's; the executor binds it to the cache.
   bool resident = false;
+  // Lives in pinned host memory for the step (a residual stream staged by rows,
+  // graph/residual_staging.h): the planner places nothing for it and counts its bytes as host
+  // bytes; the executor binds it to its host buffer.
+  bool host = false;
 
   uint64_t bytes() const { return static_cast<uint64_t>(rows * cols) * dtype_size(dtype); }
   uint64_t row_bytes() const { return static_cast<uint64_t>(cols) * dtype_size(dtype); }
@@ -93,6 +100,8 @@ enum class OpKind : uint8_t {
   expert_linear,  // out[p] = a[p] W_e^T for the permuted rows p of each expert e (offsets: index)
   moe_combine,    // in place: out[r] += sum over K of b[r, j] * a[index[r, j]], in expert order
   stage_weights,  // out (staged_weights of `layer`) = the layer's product weights, from host memory
+  stage_rows,     // out (residual_rows) = rows [a.row, a.row + rows) of a host tensor (a), copied in
+  unstage_rows,   // rows [out.row, out.row + rows) of a host tensor (out) = a (residual_rows), copied back
 };
 
 struct TensorRef {
@@ -145,6 +154,8 @@ struct Graph {
   bool cached() const { return kv_rows >= 0; }
   // Bytes of the resident tensors (the cache pages of this step's sequences).
   uint64_t resident_bytes() const;
+  // Bytes of the tensors held in host memory for the step (a residual stream staged by rows).
+  uint64_t host_bytes() const;
   int32_t op_count() const { return static_cast<int32_t>(ops.size()); }
   // A readable name such as "layer3.gate[2]" for reports and the memory timeline.
   std::string tensor_name(int32_t tensor) const;

@@ -1,6 +1,7 @@
 #include "graph/step_graph.h"
 
 #include "core/error.h"
+#include "graph/residual_staging.h"
 #include "graph/weight_staging.h"
 
 namespace mosaic {
@@ -62,6 +63,7 @@ Graph instantiate_step_graph(const ModelConfig& config, const StepShape& shape,
     case Family::llada2: {
       Graph graph = shape.is_cached() ? build_cached_decoder_graph(config, shape, chunks, options)
                                       : build_dense_decoder_graph(config, shape, chunks, options);
+      if (chunks.residual_in_host) graph = stage_residual_rows(graph);
       if (options.streamed_layers.empty()) return graph;
       return stage_layer_weights(graph, config, options.streamed_layers, options.staged_weight_bytes);
     }

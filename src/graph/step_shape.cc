@@ -46,8 +46,8 @@ int64_t& ChunkConfig::count(ChunkGroup group) {
 int64_t ChunkConfig::count(ChunkGroup group) const { return const_cast<ChunkConfig*>(this)->count(group); }
 
 std::string ChunkConfig::to_string() const {
-  return fmt::format("qkv={} attention={} ffn={} head={}{}", qkv, attention, ffn, head,
-                     last_layer_all_rows ? " last_layer=all_rows" : "");
+  return fmt::format("qkv={} attention={} ffn={} head={}{}{}", qkv, attention, ffn, head,
+                     last_layer_all_rows ? " last_layer=all_rows" : "", residual_in_host ? " residual=host" : "");
 }
 
 }  // namespace mosaic

@@ -71,6 +71,10 @@ struct ChunkConfig {
   // candidates' gathered residual rows (M x hidden) are live beside x, K and V at the gather, so a
   // step at the memory floor may fit only without it (chunk_search.h).
   bool last_layer_all_rows = false;
+  // The residual stream x in pinned host memory, its rows staged into the arena for each chunk's
+  // ops and copied back after (graph/residual_staging.h): the same results, without x's T rows on
+  // the device. Chosen by the chunk search only where the step cannot fit otherwise.
+  bool residual_in_host = false;
 
   int64_t& count(ChunkGroup group);
   int64_t count(ChunkGroup group) const;

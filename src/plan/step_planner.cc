@@ -31,8 +31,9 @@ StepShape bucket_shape(int64_t tokens, int64_t candidates, bool cached, int64_t 
 std::vector<TensorUsage> usages_of(const Graph& graph) {
   std::vector<TensorUsage> usages;
   usages.reserve(graph.tensors.size());
-  // Resident tensors (the KV cache) take no room in the arena.
-  for (const GraphTensor& t : graph.tensors) usages.push_back({t.resident ? 0 : t.bytes(), t.first_op, t.last_op});
+  // Resident tensors (the KV cache) and host tensors (a residual stream in host memory) take no
+  // room in the arena.
+  for (const GraphTensor& t : graph.tensors) usages.push_back({t.resident || t.host ? 0 : t.bytes(), t.first_op, t.last_op});
   return usages;
 }
 
@@ -65,7 +66,7 @@ std::shared_ptr<const PlannedStep> StepPlanner::plan(const Graph& graph) {
   const int64_t tokens = bucket_rows(graph.tokens);
   const int64_t candidates = std::min(bucket_rows(graph.candidates), tokens);
   const Key key{tokens, candidates, chunks.qkv, chunks.attention, chunks.ffn, chunks.head,
-                chunks.last_layer_all_rows, graph.cached()};
+                chunks.last_layer_all_rows, chunks.residual_in_host, graph.cached()};
   {
     std::lock_guard lock(mutex_);
     if (const auto found = cache_.find(key); found != cache_.end()) {

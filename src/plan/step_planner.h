@@ -64,7 +64,7 @@ class StepPlanner {
   size_t misses() const { return misses_; }
 
  private:
-  using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, bool>;
+  using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, bool, bool>;
 
   ModelConfig config_;
   GraphOptions options_;

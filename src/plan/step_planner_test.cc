@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "model/test_model.h"
+#include "plan/live_bytes.h"
 #include "plan/verify.h"
 
 namespace mosaic {
@@ -59,6 +62,34 @@ TEST(StepPlanner, PlannedStepsVerifyAndReportMemory) {
     EXPECT_GE(step.memory.inflation(), 1.0);
     EXPECT_LT(step.memory.inflation(), 1.10);  // greedy-by-size lands close to the bound
   }
+}
+
+// A residual stream in host memory (graph/residual_staging.h) takes no arena byte; its T rows
+// leave the step's peak, two visits' rows at most take their place.
+TEST(StepPlanner, AResidualInHostLeavesTheArenaForTwoVisitsOfRows) {
+  ModelConfig config = test_model_preset(Family::llada, "tiny");
+  config.layers = 3;
+  GraphOptions options{.activations = DType::bf16, .head = HeadMode::stats};
+  options.head_scratch_per_row = 64;
+  ChunkConfig chunks{8, 8, 8, 1};
+  const StepShape shape{{256}, {128}};
+  const Graph device = instantiate_step_graph(config, shape, chunks, options);
+  chunks.residual_in_host = true;
+  const Graph host = instantiate_step_graph(config, shape, chunks, options);
+  int32_t x = -1;
+  for (size_t t = 0; t < host.tensors.size(); ++t)
+    if (host.tensors[t].role == TensorRole::residual) x = static_cast<int32_t>(t);
+  ASSERT_GE(x, 0);
+  const PlannedStep planned = plan_graph(host);
+  EXPECT_EQ(planned.usages[x].bytes, 0u);
+  const uint64_t whole = device.tensors[x].bytes(), visit = device.tensors[x].row_bytes() * 32;
+  const auto peak = [](const Graph& g) {
+    const std::vector<uint64_t> live = live_bytes_per_op(usages_of(g), g.op_count());
+    return *std::max_element(live.begin(), live.end());
+  };
+  EXPECT_LE(peak(host) + whole, peak(device) + 2 * visit);
+  EXPECT_LT(peak(host), peak(device));
+  EXPECT_LE(planned.plan.peak_bytes, plan_graph(device).plan.peak_bytes);
 }
 
 }  // namespace

@@ -225,8 +225,15 @@ class CliErrors(unittest.TestCase):
         report = json.loads(out)
         self.assertLessEqual(report["total_bytes"], 24 * 2**30)
         self.assertGreater(report["chunks"]["ffn"], 1)
-        self.assert_error(["plan", "--model", "llada-8b", "--seq-len", "500000", "--budget", "24GiB"],
-                          "at L = 500000 tokens the step needs at least", "the budget is 24.000 GiB")
+        self.assert_error(["plan", "--model", "llada-8b", "--seq-len", "700000", "--budget", "24GiB"],
+                          "at L = 700000 tokens the step needs at least", "the residual stream in host memory",
+                          "the budget is 24.000 GiB")
+        self.assert_error(["plan", "--model", "llada-8b", "--seq-len", "500000", "--budget", "24GiB",
+                           "--residual", "device"], "at L = 500000 tokens the step needs at least")
+        self.assert_error(["plan", "--model", "llada-8b", "--seq-len", "4096", "--residual", "disk"],
+                          "residual 'disk' is not a placement (expected device, host or auto)")
+        self.assert_error(["plan", "--model", "llada-8b", "--seq-len", "4096", "--device", "cpu",
+                           "--residual", "host"], "the CPU has one memory")
         self.assert_error(["plan", "--model", "llada-8b", "--seq-len", "4096", "--budget", "24XB"],
                           "--budget: '24XB' is not a size")
         self.assert_error(["plan", "--model", "llada-8b", "--seq-len", "4096", "--budget", "24GiB",

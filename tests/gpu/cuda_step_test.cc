@@ -302,6 +302,51 @@ TEST_P(CudaStep, StreamedLayerWeightsGiveTheResidentBits) {
   }
 }
 
+// The residual stream in pinned host memory, its rows staged into each chunk's visit on a copy
+// stream and written back on the step's (graph/residual_staging.h, exec/cuda_host_rows.h), gives
+// the resident step's bits: unchunked and chunked, launched directly and replayed, with either
+// head. MOSAIC_RESIDUAL_IN_HOST=1 makes the runner keep x in host memory for every step; under a
+// budget too tight for x on the device the runner chooses it by itself.
+TEST_P(CudaStep, ResidualInHostGivesTheResidentBits) {
+  for (const bool keep_logits : {false, true}) {
+    const StepInput input = random_step({1800, 333}, keep_logits, 21);
+    CudaStepRunner resident(*model_, 0, std::nullopt);
+    const StepOutput expected = resident.run(input);
+    ASSERT_FALSE(expected.chunks.residual_in_host);
+    ::setenv("MOSAIC_RESIDUAL_IN_HOST", "1", 1);
+    CudaStepRunner unchunked(*model_, 0, std::nullopt);
+    for (int repeat = 0; repeat < 3; ++repeat) {
+      const StepOutput out = unchunked.run(input);
+      EXPECT_TRUE(out.chunks.residual_in_host) << out.chunks.to_string();
+      EXPECT_EQ(out.values, expected.values) << out.chunks.to_string() << " repeat " << repeat;
+    }
+    if (CudaStepGraphs().enabled()) {
+      EXPECT_GT(unchunked.graph_replays(), 0u) << "captured on the second run, replayed after";
+    }
+    // Chunked: the first budget from half the unchunked peak up, in 2 MiB pages, that the step fits.
+    constexpr uint64_t kPage = uint64_t{2} << 20;
+    bool ran = false;
+    for (uint64_t activations = expected.planned_peak / 2; activations < 2 * expected.planned_peak && !ran;
+         activations += kPage) {
+      CudaStepRunner chunked(*model_, 0, model_->weights().bytes + (uint64_t{64} << 20) + activations);
+      StepOutput out;
+      try {
+        out = chunked.run(input);
+      } catch (const std::exception& error) {
+        const std::string_view what = error.what();  // exec/step_chunker.cc's two refusals
+        if (what.find("does not fit") == what.npos && what.find("needs at least") == what.npos) throw;
+        continue;
+      }
+      ran = true;
+      EXPECT_TRUE(out.chunks.residual_in_host) << out.chunks.to_string();
+      EXPECT_EQ(out.values, expected.values) << out.chunks.to_string();
+      EXPECT_EQ(chunked.run(input).values, expected.values) << out.chunks.to_string() << " again";
+    }
+    ::unsetenv("MOSAIC_RESIDUAL_IN_HOST");
+    EXPECT_TRUE(ran) << "no budget ran the chunked step";
+  }
+}
+
 // Runs every step on both backends and drives the generation with the CPU's answer, so both see
 // the same canvases; checks that the GPU would have decided the same at every step. Bit-equal
 // tokens cannot be promised against an fp32 reference (the GPU stores activations in bf16), so
