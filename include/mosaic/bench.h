@@ -19,7 +19,12 @@ struct StepBenchmark {
   double temperature = 0;
   std::vector<double> step_ms;          // each timed step, wall clock, in order
   std::vector<double> host_ms;          // of which the host was busy (pack, plan, launch)
-  double median_ms = 0, median_host_ms = 0;
+  std::vector<bool> graph_replayed;     // per timed step: its forward replayed a CUDA graph
+  // CUDA: per timed step, the device's span from the step's first upload to its last copy back;
+  // the host's exposed time is step_ms less it (the host's launches that overlap the device's
+  // work, or wait for a full launch queue, are not exposed). Empty on the CPU.
+  std::vector<double> device_ms;
+  double median_ms = 0, median_host_ms = 0, median_exposed_host_ms = 0;
   double flops = 0;                     // of one step (matmuls + attention + LM head rows)
   bool last_layer_candidates_only = true;  // the last layer's query side ran on the candidates only
   std::string chunks;                   // chunk counts the budget led to ("1,1,1,1": none)
@@ -55,6 +60,7 @@ class StepBench {
   ~StepBench();
 
   std::string device() const;   // "cpu" | "cuda"
+  int64_t streamed_layers() const;  // layers whose weights are in pinned host memory (auto: as chosen)
   std::string family() const;   // "llada" | "dream"
   // Times `warmup` + `repeats` steps of one sequence of `length` tokens whose last `masked`
   // positions hold the mask id; prompt ids are random, fixed by `seed`. Throws mosaic::Error

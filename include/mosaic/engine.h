@@ -45,6 +45,10 @@ struct ModelInfo {
   std::string attention = "full";
   uint64_t weight_bytes = 0;
   std::string weight_dtype;   // dtype of the embedding, e.g. "BF16"
+  // The decoder layers whose weights stay in pinned host memory (EngineOptions::streamed_layers
+  // as given, or as auto chose it), and their bytes.
+  int64_t streamed_layers = 0;
+  uint64_t streamed_weight_bytes = 0;
   // The PEFT LoRA adapter folder merged into the weights ("" for none) and how many projections
   // it changed (docs/design/lora-adapters.md).
   std::string adapter;
@@ -70,6 +74,9 @@ struct ForwardOutput {
   uint64_t planned_peak = 0, lower_bound = 0, arena_bytes = 0;
 };
 
+// EngineOptions::streamed_layers: choose the count at load (docs/design/weight-staging.md).
+inline constexpr int64_t kAutoStreamedLayers = -1;
+
 struct EngineOptions {
   // "auto" (the GPU when one is present and Mosaic was built with CUDA), "cpu" or "cuda".
   std::string device = "auto";
@@ -84,10 +91,15 @@ struct EngineOptions {
   // The last `streamed_layers` decoder layers keep their product weights (attention and MLP
   // projections) in pinned host memory; each step copies them into its plan one layer ahead of
   // use (docs/design/weight-staging.md), with the same bits as resident weights. The device then
-  // holds fewer weight bytes, so the same budget holds longer steps. CUDA only; dense layers
-  // only; 0: every weight resident. `mosaic plan --weights auto --budget B --seq-len L` reports
-  // how many a step of L tokens needs.
-  int64_t streamed_layers = 0;
+  // holds fewer weight bytes, so the same budget holds longer steps. CUDA only; 0: every weight
+  // resident. kAutoStreamedLayers (the default): on CUDA the fewest layers with which a step of
+  // `auto_stream_tokens` tokens fits the budget (none wherever it fits with every weight
+  // resident), as `mosaic plan --weights auto` chooses; on the CPU none. `mosaic plan --weights
+  // auto --budget B --seq-len L` reports how many a step of L tokens needs.
+  int64_t streamed_layers = kAutoStreamedLayers;
+  // The step length auto streaming sizes the device's weights for; 0: the model's context length,
+  // at most 4,096 tokens. Longer steps still run where chunking fits them beside those weights.
+  int64_t auto_stream_tokens = 0;
 };
 
 struct GenerateRequest {

@@ -28,13 +28,15 @@ class Engine:
     folder (adapter_config.json + adapter_model.safetensors) for this base, merged into the
     weights at load (docs/design/lora-adapters.md). streamed_layers: keep the last N decoder
     layers' weights in pinned host memory, copied into each step one layer ahead (CUDA only;
-    docs/design/weight-staging.md); `mosaic plan --weights auto` names the N a step needs.
+    docs/design/weight-staging.md); "auto" (the default) streams none where the weights fit the
+    budget beside a step and the fewest that make room where they do not (info["streamed_layers"]
+    says how many); `mosaic plan --weights auto` names the N a step of a given length needs.
 
     Missing files raise FileNotFoundError; damaged ones and invalid options mosaic.Error (a
     ValueError) with the engine's one-line message.
     """
 
-    def __init__(self, model_dir, device="auto", budget=None, adapter=None, streamed_layers=0):
+    def __init__(self, model_dir, device="auto", budget=None, adapter=None, streamed_layers="auto"):
         if not isinstance(model_dir, (str, bytes, os.PathLike)):
             raise TypeError(f"model_dir must be a path, got {type(model_dir).__name__}")
         self.model_dir = os.fspath(model_dir)
@@ -45,12 +47,14 @@ class Engine:
         self.budget = None if budget is None else parse_byte_size(budget, "budget")
         # The path as the OS's bytes: a folder name need not be UTF-8 (os.fsdecode's surrogates).
         self.adapter = None if adapter is None else check_adapter_folder(adapter)
-        if isinstance(streamed_layers, bool) or not isinstance(streamed_layers, int):
-            raise TypeError(f"streamed_layers must be an int, got {type(streamed_layers).__name__}")
+        if streamed_layers != "auto" and (isinstance(streamed_layers, bool) or not isinstance(streamed_layers, int)):
+            raise TypeError(f"streamed_layers must be an int or \"auto\", got {streamed_layers!r}")
+        if streamed_layers != "auto" and streamed_layers < 0:
+            raise ValueError(f"streamed_layers must be >= 0 or \"auto\", got {streamed_layers}")
         self.streamed_layers = streamed_layers
         self._engine = _mosaic._Engine(os.fsencode(self.model_dir), kind, index, self.budget,
                                        None if self.adapter is None else os.fsencode(self.adapter),
-                                       streamed_layers)
+                                       -1 if streamed_layers == "auto" else streamed_layers)
         self._info = self._engine.info
 
     # --- the model ------------------------------------------------------------------------

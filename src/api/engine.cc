@@ -79,6 +79,7 @@ std::unique_ptr<Engine> Engine::open(const std::filesystem::path& model_dir, con
   BackendChoice backend = make_step_runner(*impl->model, options);
   impl->runner = std::move(backend.runner);
   info.device = backend.device;
+  info.streamed_layers = backend.streamed_layers, info.streamed_weight_bytes = backend.streamed_weight_bytes;
   impl->memory = std::make_unique<StepMemoryModel>(c, DeviceMemorySetup{backend.memory, backend.budget});
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }

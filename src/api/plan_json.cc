@@ -20,14 +20,21 @@ nlohmann::ordered_json report_document(const PlanReport& r, bool with_timeline) 
                              {"device_weight_bytes", r.device_weight_bytes},
                              {"host_weight_bytes", r.host_weight_bytes},
                              {"staged_layer_bytes", r.staged_layer_bytes},
-                             {"flops_per_streamed_byte", r.flops_per_streamed_byte}};
+                             {"flops_per_streamed_byte", r.flops_per_streamed_byte},
+                             {"predicted_copy_ms_per_layer", r.weight_copy_ms},
+                             {"predicted_compute_ms_under_it", r.weight_compute_ms}};
   }
+  if (r.streamed_layers > 0 || r.residual_placement == "host")
+    j["rates"] = {{"link_bytes_per_second", r.link_bytes_per_second},
+                  {"compute_flops_per_second", r.compute_flops_per_second}};
   if (r.residual_placement == "host") {
     j["residual"] = {{"placement", r.residual_placement},
                      {"host_bytes", r.host_residual_bytes},
                      {"moved_bytes", r.residual_moved_bytes},
                      {"layer_moved_bytes", r.residual_layer_moved_bytes},
-                     {"flops_per_moved_byte", r.flops_per_residual_byte}};
+                     {"flops_per_moved_byte", r.flops_per_residual_byte},
+                     {"predicted_copy_ms_per_layer", r.residual_copy_ms},
+                     {"predicted_compute_ms_of_the_layer", r.residual_compute_ms}};
   }
   if (!r.adapter.empty()) {
     j["adapter"] = {{"path", r.adapter},
@@ -70,6 +77,7 @@ nlohmann::ordered_json report_document(const PlanReport& r, bool with_timeline) 
     j["categories"] = r.categories;
     j["op_names"] = r.op_names;
     j["timeline"] = r.timeline;
+    if (!r.copied_in.empty()) j["copied_in"] = r.copied_in, j["copied_out"] = r.copied_out;
   }
   return j;
 }

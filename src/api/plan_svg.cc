@@ -1,5 +1,7 @@
 // The memory timeline picture: live bytes after each op, stacked by tensor category, with the
-// planned peak (what the arena maps) and the lower bound (most bytes live at once) marked.
+// planned peak (what the arena maps) and the lower bound (most bytes live at once) marked; with
+// anything in pinned host memory (streamed weights, the residual stream) a second panel under it
+// shows that memory and what each op copies in from it and back.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -12,6 +14,10 @@ namespace {
 
 constexpr double kWidth = 1100, kHeight = 520;
 constexpr double kLeft = 80, kRight = 190, kTop = 50, kBottom = 60;
+// The host panel, under the device's when anything lives in host memory: its gap and height.
+constexpr double kHostGap = 48, kHostHeight = 130;
+constexpr const char* kCopyInColor = "#4e79a7";
+constexpr const char* kCopyOutColor = "#e15759";
 constexpr const char* kColors[] = {"#9e9e9e", "#4e79a7", "#a0cbe8", "#f28e2b", "#e15759",
                                    "#76b7b2", "#59a14f", "#b07aa1", "#edc948", "#ff9da7", "#9c755f"};
 constexpr size_t kColorCount = sizeof(kColors) / sizeof(kColors[0]);
@@ -45,11 +51,64 @@ std::string escape(const std::string& text) {
   return out;
 }
 
+// The host panel: pinned host memory's contents (constant through the step) and, per op, the
+// bytes copied in (up) and back (down), on its own scale; `x` maps an op to its left edge.
+template <typename OpX>
+std::string host_panel(const PlanReport& report, double top, double plot_w, OpX x) {
+  const size_t ops = report.copied_in.size();
+  const double mid = top + kHostHeight / 2, half = kHostHeight / 2 - 4;
+  uint64_t most = 1, copied_in = 0, copied_out = 0;
+  for (size_t op = 0; op < ops; ++op) {
+    most = std::max({most, report.copied_in[op], report.copied_out[op]});
+    copied_in += report.copied_in[op], copied_out += report.copied_out[op];
+  }
+  std::string contents;
+  if (report.host_weight_bytes > 0)
+    contents += fmt::format("{} layers' weights {}", report.streamed_layers, human_bytes(double(report.host_weight_bytes)));
+  if (report.host_residual_bytes > 0)
+    contents += fmt::format("{}residual stream {}", contents.empty() ? "" : " + ",
+                            human_bytes(double(report.host_residual_bytes)));
+  std::string svg = fmt::format(
+      "<text x=\"{}\" y=\"{:.1f}\" font-weight=\"bold\">pinned host memory: {}; per op, the bytes it copies</text>\n",
+      kLeft, top - 10, escape(contents));
+  svg += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#f6f6f6\" stroke=\"black\"/>\n", kLeft,
+                     top, plot_w, kHostHeight);
+  svg += fmt::format("<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"#999999\"/>\n", kLeft, mid,
+                     kLeft + plot_w);
+  svg += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n"
+                     "<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n",
+                     kLeft - 6, mid - half + 4, human_bytes(double(most)), kLeft - 6, mid + half + 4,
+                     human_bytes(double(most)));
+  // One bar per copying op, at least a pixel wide so that thousands of ops still show.
+  for (size_t op = 0; op < ops; ++op) {
+    const double left = x(double(op)), width = std::max(1.0, x(double(op + 1)) - left);
+    if (report.copied_in[op] > 0) {
+      const double h = half * double(report.copied_in[op]) / double(most);
+      svg += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"/>\n", left,
+                         mid - h, width, h, kCopyInColor);
+    }
+    if (report.copied_out[op] > 0) {
+      const double h = half * double(report.copied_out[op]) / double(most);
+      svg += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"/>\n", left, mid,
+                         width, h, kCopyOutColor);
+    }
+  }
+  svg += fmt::format("<rect x=\"{0}\" y=\"{1:.1f}\" width=\"14\" height=\"14\" fill=\"{2}\"/><text x=\"{3}\" "
+                     "y=\"{4:.1f}\">in: {8}</text>\n"
+                     "<rect x=\"{0}\" y=\"{5:.1f}\" width=\"14\" height=\"14\" fill=\"{6}\"/><text x=\"{3}\" "
+                     "y=\"{7:.1f}\">back: {9}</text>\n",
+                     kLeft + plot_w + 10, mid - 30, kCopyInColor, kLeft + plot_w + 30, mid - 18, mid + 16,
+                     kCopyOutColor, mid + 28, human_bytes(double(copied_in)), human_bytes(double(copied_out)));
+  return svg;
+}
+
 }  // namespace
 
 std::string plan_timeline_svg(const PlanReport& report) {
   const size_t ops = report.timeline.size();
   const double plot_w = kWidth - kLeft - kRight, plot_h = kHeight - kTop - kBottom;
+  const bool host = !report.copied_in.empty();
+  const double height = kHeight + (host ? kHostGap + kHostHeight : 0);
   // The planned peak of everything the step touches: a cached step's KV cache under the arena.
   const double peak = double(report.cache_bytes + report.activation_peak);
   const double top_bytes = std::max<double>(1.0, peak * 1.08);
@@ -61,7 +120,7 @@ std::string plan_timeline_svg(const PlanReport& report) {
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
       "font-family=\"sans-serif\" font-size=\"12\">\n"
       "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
-      kWidth, kHeight);
+      kWidth, height);
   svg += fmt::format(
       "<text x=\"{}\" y=\"22\" font-size=\"15\" font-weight=\"bold\">{}: {} tokens, {} candidates"
       " — planned peak {}{}, lower bound {}, PAR {:.2f}</text>\n",
@@ -106,9 +165,10 @@ std::string plan_timeline_svg(const PlanReport& report) {
     lower = std::move(upper);
   }
 
+  if (host) svg += host_panel(report, kTop + plot_h + kHostGap, plot_w, x);
   svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">op (execution order, {} ops; "
                      "{} layers)</text>\n",
-                     kLeft + plot_w / 2, kHeight - 20, ops, report.layers);
+                     kLeft + plot_w / 2, height - 20, ops, report.layers);
 
   // The planned peak, the lower bound and where it is reached.
   svg += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"black\" "
@@ -133,6 +193,11 @@ std::string plan_timeline_svg(const PlanReport& report) {
                        legend_y + 12, escape(report.categories[k]));
     legend_y += 20;
   }
+  // Beside the arena the device holds the weights not streamed (and the workspace).
+  if (host)
+    svg += fmt::format("<text x=\"{0}\" y=\"{1:.1f}\">beside the arena:</text><text x=\"{0}\" y=\"{2:.1f}\">{3} of "
+                       "weights</text>\n",
+                       kLeft + plot_w + 10, legend_y + 20, legend_y + 36, human_bytes(double(report.device_weight_bytes)));
   svg += "</svg>\n";
   return svg;
 }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -19,6 +20,7 @@ namespace {
 using ::testing::AllOf;
 using ::testing::AnyOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::string error_of(PlanRequest request) {
   try {
@@ -159,6 +161,43 @@ TEST(PlanStep, ResidualInHostReportsItsBytesAndWhatItMoves) {
   EXPECT_THAT(error_of(at_500k), HasSubstr("needs at least"));  // the CPU keeps x where it is
 }
 
+// With the weights and x in host memory the device timeline leaves x out, and the report says
+// per op what crosses PCIe: per layer but the last x is read 3 times and written back twice (as
+// above), the last layer reads it once, and each layer's weights come in once.
+TEST(PlanStep, HostMemoryHasItsOwnPanelAndCopies) {
+  PlanRequest request{.model = "llada-8b", .lengths = {4096}, .candidates = {2048}};
+  request.attention_chunks = 2, request.ffn_chunks = 2;
+  const PlanReport device = plan_step(request);
+  EXPECT_TRUE(device.copied_in.empty());
+  EXPECT_THAT(plan_timeline_svg(device), Not(HasSubstr("pinned host memory")));
+  request.residual = "host", request.weights = "host";
+  const PlanReport host = plan_step(request);
+  const uint64_t x = uint64_t{4096} * 4096 * 2;
+  ASSERT_EQ(host.copied_in.size(), static_cast<size_t>(host.op_count));
+  uint64_t in = 0, out = 0;
+  for (size_t op = 0; op < host.copied_in.size(); ++op) in += host.copied_in[op], out += host.copied_out[op];
+  EXPECT_EQ(out, 2 * x * 31);
+  EXPECT_EQ(in, 3 * x * 31 + x + host.host_weight_bytes);
+  EXPECT_EQ(host.host_weight_bytes, host.weight_bytes - 2ull * 2 * 126464 * 4096 - 4096 * 2 - 32 * 2 * 4096 * 2);
+  // The timeline is the device's: its highest total is the lower bound the planner found, which
+  // x in host memory is not part of (counted, it would add 32 MiB at every op).
+  const auto highest = [](const PlanReport& r) {
+    uint64_t most = 0;
+    for (const std::vector<uint64_t>& live : r.timeline) {
+      uint64_t total = 0;
+      for (const uint64_t bytes : live) total += bytes;
+      most = std::max(most, total);
+    }
+    return most;
+  };
+  EXPECT_EQ(highest(device), device.lower_bound);
+  EXPECT_EQ(highest(host), host.lower_bound);
+  const std::string svg = plan_timeline_svg(host);
+  EXPECT_THAT(svg, HasSubstr("pinned host memory: 32 layers' weights"));
+  EXPECT_THAT(svg, HasSubstr("residual stream 32 MiB"));
+  EXPECT_THAT(svg, HasSubstr(">back: 1.94 GiB<"));  // 2 x 31 x 32 MiB = 1,984 MiB
+}
+
 TEST(PlanStep, ImpossibleBudgetSaysWhatIsNeeded) {
   // K and V alone (16 KiB a token) exceed what 24 GiB leaves beside the weights, wherever x is.
   PlanRequest request{.model = "llada-8b", .lengths = {700000}, .candidates = {350000}};
@@ -254,6 +293,42 @@ TEST(StreamedWeights, AutoStreamsTheFewestLayersThatFit) {
   request.weights = "auto";
   request.budget.reset();
   EXPECT_THAT(error_of(request), HasSubstr("--weights auto chooses what to stream under a budget"));
+}
+
+// Just above the floor at 32k every weight fits resident, but only with chunks far too small to
+// fill the GPU (over 100 query chunks); "auto" streams the layers that buy chunks of at least
+// 8,192 rows instead: their copies hide under compute at that length.
+TEST(StreamedWeights, AutoStreamsRatherThanCuttingTheStepSmall) {
+  PlanRequest request{.model = "llada-8b", .lengths = {32768}, .candidates = {16384}};
+  request.budget = uint64_t{31} << 29;  // 15.5 GiB
+  const PlanReport resident = plan_step(request);
+  EXPECT_EQ(resident.streamed_layers, 0);
+  EXPECT_GT(std::max({resident.qkv_chunks, resident.attention_chunks, resident.ffn_chunks}), 100);
+  request.weights = "auto";
+  const PlanReport streamed = plan_step(request);
+  EXPECT_GE(streamed.streamed_layers, 3);  // 1 or 2 free nothing: each stages as much as it frees
+  EXPECT_LE(std::max({streamed.qkv_chunks, streamed.attention_chunks, streamed.ffn_chunks}), 4);
+  EXPECT_LE(streamed.total_bytes(), *request.budget);
+  EXPECT_EQ(streamed.residual_placement, "device");
+}
+
+// The predicted copy and compute times per layer at the request's rates: a layer's 436 MB at
+// 54 GB/s take 8.07 ms; at 32k its compute (>= 39,000 flops a staged byte at 650 TFLOP/s) takes
+// longer, at 2k tokens far less, so the copies hide at one length and not at the other.
+TEST(StreamedWeights, PredictsWhetherACopyHidesUnderCompute) {
+  PlanRequest request{.model = "llada-8b", .lengths = {32768}, .candidates = {16384}};
+  request.weights = "host";
+  const PlanReport long_step = plan_step(request);
+  EXPECT_NEAR(long_step.weight_copy_ms, double(long_step.staged_layer_bytes) / 54e9 * 1e3, 1e-9);
+  EXPECT_NEAR(long_step.weight_copy_ms, 8.07, 0.05);
+  EXPECT_GT(long_step.weight_compute_ms, long_step.weight_copy_ms);
+  request.lengths = {2048}, request.candidates = {1024};
+  const PlanReport short_step = plan_step(request);
+  EXPECT_LT(short_step.weight_compute_ms, short_step.weight_copy_ms);
+  request.link_bytes_per_second = 540e9;  // ten times the link: the copy takes a tenth
+  EXPECT_NEAR(plan_step(request).weight_copy_ms, short_step.weight_copy_ms / 10, 1e-9);
+  request.compute_flops_per_second = 0;
+  EXPECT_THAT(error_of(request), HasSubstr("the link bandwidth and the compute rate must be > 0"));
 }
 
 TEST(StreamedWeights, LmaxGrowsWithTheWeightsInHostMemory) {

@@ -1,5 +1,6 @@
 #include "api/step_runner_factory.h"
 
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "core/printable.h"
 #include "graph/weight_staging.h"
 #include "mem/host_memory.h"
+#include "mosaic/plan.h"
 #ifdef MOSAIC_HAVE_CUDA
 #include "backend/cuda/attention.h"
 #include "backend/cuda/moe.h"
@@ -49,13 +51,45 @@ std::optional<CudaShapeLimit> cuda_shape_limit(const ModelConfig& config) {
   return std::nullopt;
 }
 
+// kAutoStreamedLayers on CUDA: the fewest last layers with which a step of the reference length
+// (prompt half, candidates half: the measuring shape) fits `budget`, by the plan's own search
+// (`mosaic plan --weights auto`); every layer where none does (the most room: the step is then
+// chunked or refused by name, as any step). A model whose weights and a short step fit resident
+// streams nothing. docs/design/weight-staging.md, "Choosing the count".
+int64_t auto_streamed_layers(const Model& model, const EngineOptions& options, uint64_t budget) {
+  const ModelConfig& config = model.config();
+  if (config.experts > 0) return 0;  // the CUDA executor streams dense layers only
+  int64_t tokens = options.auto_stream_tokens;
+  if (tokens <= 0) tokens = config.max_position > 0 ? std::min<int64_t>(config.max_position, 4096) : 4096;
+  tokens = std::max<int64_t>(tokens, 2);
+  PlanRequest request;
+  // Absolute: a folder named like a preset ("llada-8b") is still this folder.
+  request.model = std::filesystem::absolute(model.checkpoint().dir()).string();
+  request.lengths = {tokens}, request.candidates = {tokens / 2};
+  request.device = "cuda", request.budget = budget, request.weights = "auto";
+  if (options.adapter) request.adapter = options.adapter->string();
+  int64_t count = config.layers;
+  try {
+    count = plan_step(request).streamed_layers;
+  } catch (const Error&) {
+    // No placement fits a step of that length: stream everything, the most room there is.
+  }
+  if (count > 0)
+    log(LogLevel::info, "streaming the last {} of {} layers' weights from pinned host memory: with every weight "
+        "on the device a {}-token step does not fit the budget of {}", count, config.layers, tokens,
+        format_bytes(budget));
+  return count;
+}
+
 }  // namespace
 #endif
 
 BackendChoice make_step_runner(const Model& model, const EngineOptions& options) {
   if (options.device != "auto" && options.device != "cpu" && options.device != "cuda")
     fail("device '{}' is not supported (expected auto, cpu or cuda)", options.device);
-  const std::vector<int32_t> streamed = last_layers(model.config(), options.streamed_layers);
+  const bool auto_streamed = options.streamed_layers == kAutoStreamedLayers;
+  // A count is checked whatever the backend; auto resolves on CUDA below (the CPU streams nothing).
+  std::vector<int32_t> streamed = last_layers(model.config(), auto_streamed ? 0 : options.streamed_layers);
 #ifdef MOSAIC_HAVE_CUDA
   const bool gpu_visible = cuda_devices_visible();
   // A shape the CUDA kernels do not take: refused on "cuda", the CPU on "auto".
@@ -75,10 +109,11 @@ BackendChoice make_step_runner(const Model& model, const EngineOptions& options)
     // No budget: the device memory free before the weights are uploaded, so that a step larger
     // than the GPU is chunked or refused by the plan rather than failing to map.
     const uint64_t budget = options.budget ? *options.budget : cuda_free_memory_bytes(options.cuda_device);
+    if (auto_streamed) streamed = last_layers(model.config(), auto_streamed_layers(model, options, budget));
     auto runner = std::make_unique<CudaStepRunner>(model, options.cuda_device, budget, streamed);
     const StepMemorySetup memory = runner->memory_setup();
     const uint64_t device_weights = runner->weight_bytes(), host_weights = runner->streamed_weight_bytes();
-    return {std::move(runner), "cuda", memory, budget, device_weights, host_weights};
+    return {std::move(runner), "cuda", memory, budget, device_weights, host_weights, std::ssize(streamed)};
 #else
     fail("--device cuda: this Mosaic was built without CUDA");
 #endif
@@ -102,7 +137,7 @@ BackendChoice make_step_runner(const Model& model, const EngineOptions& options)
   }
   auto runner = std::make_unique<CpuStepRunner>(model, budget - weights);
   const StepMemorySetup memory = runner->memory_setup();
-  return {std::move(runner), "cpu", memory, budget, weights, 0};
+  return {std::move(runner), "cpu", memory, budget, weights, 0, 0};
 }
 
 }  // namespace mosaic

@@ -22,6 +22,7 @@ struct BackendChoice {
   std::optional<uint64_t> budget;
   // Weight bytes the backend holds in its memory, and of the streamed layers in pinned host memory.
   uint64_t weight_bytes = 0, streamed_weight_bytes = 0;
+  int64_t streamed_layers = 0;  // EngineOptions::streamed_layers resolved (auto: as chosen)
 };
 
 // Throws mosaic::Error for an unknown device, "cuda" with no usable GPU, or a budget the weights

@@ -1,7 +1,8 @@
 // EngineOptions::streamed_layers as the backend choice checks it: a count the model does not
 // have, or streaming on the CPU backend (which holds every weight in host memory already), is
 // refused by name before any step. The CUDA runner's streamed steps are checked on the GPU
-// (tests/gpu/cuda_step_test.cc: StreamedLayerWeightsGiveTheResidentBits).
+// (tests/gpu/cuda_step_test.cc: StreamedLayerWeightsGiveTheResidentBits; auto:
+// tests/gpu/auto_streaming_test.cc).
 #include "api/step_runner_factory.h"
 
 #include <gmock/gmock.h>
@@ -35,12 +36,13 @@ TEST(StepRunnerFactory, StreamedLayersOutsideTheModelOrOnTheCpuAreRefusedByName)
   EXPECT_THAT(error_of(*model, {.device = "cpu", .streamed_layers = layers + 1}),
               HasSubstr(fmt::format("streamed layers {}: the model has {} decoder layers (expected 0 to {})",
                                     layers + 1, layers, layers)));
-  EXPECT_THAT(error_of(*model, {.device = "cpu", .streamed_layers = -1}), HasSubstr("streamed layers -1"));
+  EXPECT_THAT(error_of(*model, {.device = "cpu", .streamed_layers = -2}), HasSubstr("streamed layers -2"));
   EXPECT_THAT(error_of(*model, {.device = "cpu", .streamed_layers = 1}),
               HasSubstr("streamed layers 1: the CPU backend holds every weight in host memory already"));
   const BackendChoice resident = make_step_runner(*model, {.device = "cpu"});
   EXPECT_EQ(resident.weight_bytes, model->weights().bytes);
   EXPECT_EQ(resident.streamed_weight_bytes, 0u);
+  EXPECT_EQ(resident.streamed_layers, 0);  // auto, the default: the CPU streams nothing
   fs::remove_all(dir);
 }
 

@@ -24,6 +24,10 @@ int64_t group_limit(const ChunkSearchRequest& request, ChunkGroup group) {
 
 }  // namespace
 
+bool chunks_fill_the_gpu(const StepShape& shape, const ChunkConfig& chunks) {
+  return fewest_rows_per_chunk(shape, chunks) >= std::min(kMinRowsPerChunk, shape.tokens());
+}
+
 ChunkProbe probe_chunks(const ModelConfig& config, const StepShape& shape, const GraphOptions& options,
                         const ChunkConfig& chunks) {
   // Two layers: one as every layer but the last, and the last (which may differ: candidates only).

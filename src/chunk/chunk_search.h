@@ -49,6 +49,10 @@ namespace mosaic {
 // Below this many rows a chunk of the K/V pass, query pass or FFN no longer fills the GPU.
 inline constexpr int64_t kMinRowsPerChunk = 8192;
 
+// Whether every chunk of `chunks` keeps at least kMinRowsPerChunk rows (all of the step's rows
+// where it has fewer): chunks that fill the GPU.
+bool chunks_fill_the_gpu(const StepShape& shape, const ChunkConfig& chunks);
+
 // Where the residual stream x lives (graph/residual_staging.h).
 enum class ResidualPlacement : uint8_t {
   device,  // on the device (the CPU backend: its only memory)

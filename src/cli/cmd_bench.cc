@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 
@@ -30,7 +31,7 @@ struct BenchOptions {
   int warmup = 2, repeats = 5;
   int64_t length = 0;  // lmax: run this L instead of the planned L_max
   int64_t masked = 0;  // step: masked candidate rows at the end (0: L/2)
-  int64_t streamed_layers = 0;  // step: the last N layers' weights in pinned host memory
+  int64_t streamed_layers = kAutoStreamedLayers;  // step: the last N layers' weights in pinned host memory
   bool json = false;
 };
 
@@ -45,7 +46,8 @@ EngineOptions engine_options(const BenchOptions& o) {
 nlohmann::ordered_json to_json(const StepBenchmark& b) {
   return {{"length", b.length}, {"masked", b.masked}, {"cached", b.cached}, {"temperature", b.temperature},
           {"median_ms", b.median_ms}, {"median_host_ms", b.median_host_ms}, {"step_ms", b.step_ms},
-          {"host_ms", b.host_ms}, {"flops", b.flops},
+          {"host_ms", b.host_ms}, {"graph_replayed", b.graph_replayed}, {"device_ms", b.device_ms},
+          {"median_exposed_host_ms", b.median_exposed_host_ms}, {"flops", b.flops},
           {"last_layer_candidates_only", b.last_layer_candidates_only}, {"chunks", b.chunks},
           {"planned_peak_bytes", b.planned_peak}, {"lower_bound_bytes", b.lower_bound},
           {"average_live_bytes", b.average_live}, {"arena_bytes", b.arena_bytes}, {"cache_bytes", b.cache_bytes},
@@ -61,13 +63,14 @@ void write_json_file(const std::string& path, const nlohmann::ordered_json& repo
 }
 
 void print_header() {
-  fmt::print("{:>8} {:>10} {:>9} {:>8} {:>9} {:>10} {:>10} {:>6} {:>9}  {}\n", "L", "step ms", "host ms",
-             "host %", "TFLOP/s", "peak GiB", "mapped GiB", "PAR", "inflation", "chunks");
+  fmt::print("{:>8} {:>10} {:>9} {:>8} {:>9} {:>9} {:>10} {:>10} {:>6} {:>9}  {}\n", "L", "step ms", "host ms",
+             "host %", "exposed", "TFLOP/s", "peak GiB", "mapped GiB", "PAR", "inflation", "chunks");
 }
 
 void print_row(const StepBenchmark& b) {
-  fmt::print("{:>8} {:>10.2f} {:>9.2f} {:>7.1f}% {:>9.1f} {:>10.3f} {:>10.3f} {:>6.2f} {:>9.3f}  {}\n", b.length,
+  fmt::print("{:>8} {:>10.2f} {:>9.2f} {:>7.1f}% {:>8.2f}% {:>9.1f} {:>10.3f} {:>10.3f} {:>6.2f} {:>9.3f}  {}\n", b.length,
              b.median_ms, b.median_host_ms, 100.0 * b.median_host_ms / b.median_ms,
+             100.0 * b.median_exposed_host_ms / b.median_ms,
              b.flops / (b.median_ms * 1e-3) / 1e12, b.planned_peak / kGiB, (b.arena_bytes + b.cache_bytes) / kGiB, b.par(),
              b.inflation(), b.chunks);
   std::fflush(stdout);
@@ -83,20 +86,23 @@ int run_step(const BenchOptions& o) {
   if (o.masked < 0) fail("--masked must be positive (got {})", o.masked);
   const bool cached = o.cache == "dual";
   if (cached && o.masked == 0) fail("bench step --cache dual needs --masked N: the block computed against the cache");
-  const EngineOptions options = engine_options(o);
+  EngineOptions options = engine_options(o);
+  // Auto streaming sizes the device's weights for the longest step benched (not a 4k default).
+  if (!cached) options.auto_stream_tokens = *std::max_element(lengths.begin(), lengths.end());
   const auto bench = StepBench::open(o.model, options);
   nlohmann::ordered_json report = {{"model", o.model}, {"family", bench->family()}, {"device", bench->device()},
                                    {"temperature", o.temperature}, {"warmup", o.warmup}, {"repeats", o.repeats}};
   if (options.budget) report["budget_bytes"] = *options.budget;
-  report["streamed_layers"] = o.streamed_layers;
+  report["streamed_layers"] = bench->streamed_layers();
   if (!o.json) {
     std::string shape = o.masked > 0 ? fmt::format("the last {} positions masked", o.masked)
                                      : std::string("prompt L/2, L/2 masked");
     if (cached) shape += ", each step computing only them against the dual KV cache of the rest";
     fmt::print("mosaic bench step: {} ({}, {}), {}, temperature {}, median of {} after {} warm-up\n", o.model,
                bench->family(), bench->device(), shape, o.temperature, o.repeats, o.warmup);
-    if (o.streamed_layers > 0)
-      fmt::print("the last {} layers' weights streamed from pinned host memory\n", o.streamed_layers);
+    if (bench->streamed_layers() > 0)
+      fmt::print("the last {} layers' weights streamed from pinned host memory{}\n", bench->streamed_layers(),
+                 o.streamed_layers == kAutoStreamedLayers ? " (auto)" : "");
     print_header();
   }
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
@@ -178,7 +184,7 @@ Action register_bench(CLI::App& app) {
   step->add_option("--cache", o->cache, "none | dual: time steps of the masked rows alone against a KV cache")
       ->check(CLI::IsMember({"none", "dual"}))
       ->capture_default_str();
-  add_streamed_layers_flag(step, o->streamed_layers)->capture_default_str();
+  add_streamed_layers_flag(step, o->streamed_layers);
   const Action generate = register_bench_generate(*command);
   auto* lmax = command->add_subcommand("lmax", "Plan L_max under --budget, then run one full step there");
   add_common(lmax, o.get());

@@ -27,7 +27,7 @@ struct ForwardOptions {
   std::string logits_out;
   std::string device = "auto";
   std::string adapter;
-  int64_t streamed_layers = 0;  // the last N layers' weights in pinned host memory (CUDA)
+  int64_t streamed_layers = kAutoStreamedLayers;  // the last N layers' weights in pinned host memory (CUDA)
   int64_t block_length = 0;
   std::vector<int64_t> prompt_lengths;
 };

@@ -32,7 +32,7 @@ struct GenerateCliOptions {
   std::vector<std::string> prompts, ids;
   std::string prompt_file, budget, remasking = "low_confidence", alg = "origin", device = "auto", cache = "auto";
   std::string adapter;  // PEFT LoRA folder merged at load
-  int64_t streamed_layers = 0;  // the last N layers' weights in pinned host memory (CUDA)
+  int64_t streamed_layers = kAutoStreamedLayers;  // the last N layers' weights in pinned host memory (CUDA)
   std::string suffix;  // infilling: text after the generated span (docs/design/infilling.md)
   bool chat = false, json = false, visual = false, quiet = false, allow_long_context = false;
   GenerationOptions gen;

@@ -109,6 +109,14 @@ int run_plan(PlanOptions& o) {
   return 0;
 }
 
+// "predicted at 54 GB/s and 650 TFLOP/s: a layer's copy 8.07 ms, the compute it arrives under
+// 46.10 ms: hidden".
+void print_prediction(const char* copy, double copy_ms, const char* compute, double compute_ms, const PlanReport& r) {
+  fmt::print("                 predicted at {:.0f} GB/s and {:.0f} TFLOP/s: {} {:.2f} ms, {} {:.2f} ms: {}\n",
+             r.link_bytes_per_second / 1e9, r.compute_flops_per_second / 1e12, copy, copy_ms, compute, compute_ms,
+             copy_ms <= compute_ms ? "hidden" : fmt::format("not hidden (about {:.2f} ms a layer exposed)", copy_ms - compute_ms));
+}
+
 void print_report(const PlanOptions& o, const PlanReport& r) {
   fmt::print("model            {} ({}, {} layers, hidden {}, vocab {})\n", r.model, r.family, r.layers,
              r.hidden, r.vocab);
@@ -121,6 +129,7 @@ void print_report(const PlanOptions& o, const PlanReport& r) {
     fmt::print("                 >= {:.0f} flops of the step per streamed byte: a layer's transfer hides under the "
                "layer before it where link bandwidth >= compute rate / {:.0f}\n",
                r.flops_per_streamed_byte, r.flops_per_streamed_byte);
+    print_prediction("a layer's copy", r.weight_copy_ms, "the compute it arrives under", r.weight_compute_ms, r);
   }
   if (r.residual_placement == "host") {
     fmt::print("residual         in pinned host memory ({}), its rows staged into the arena per chunk and written "
@@ -130,6 +139,7 @@ void print_report(const PlanOptions& o, const PlanReport& r) {
     fmt::print("                 >= {:.0f} flops of a layer per moved byte: its rows' copies hide under its compute "
                "where link bandwidth >= compute rate / {:.0f}\n",
                r.flops_per_residual_byte, r.flops_per_residual_byte);
+    print_prediction("a layer's copies of x", r.residual_copy_ms, "the layer's compute", r.residual_compute_ms, r);
   }
   if (!r.adapter.empty()) {
     fmt::print("adapter          {}: rank {} on {} projections, merged at load ({})\n", r.adapter, r.adapter_rank,
@@ -206,12 +216,19 @@ Action register_plan(CLI::App& app) {
   command->add_option("--svg", o->svg, "Write the memory timeline as an SVG picture");
   command->add_option("--weights", o->request.weights,
                       "Where the layers' product weights live: device (resident), host (streamed from host memory "
-                      "one layer ahead), or auto (the fewest layers streamed that fit --budget)")
+                      "one layer ahead), or auto (the fewest layers streamed with which --budget fits the step in chunks "
+                      "that fill the GPU)")
       ->default_val("device");
   command->add_option("--residual", o->request.residual,
                       "Where the residual stream lives: auto (on the device where the step fits so, else in host "
                       "memory staged by rows, as CUDA engines do), device, or host")
       ->default_val("auto");
+  command->add_option_function<double>(
+      "--link-bandwidth", [o](double gbs) { o->request.link_bytes_per_second = gbs * 1e9; },
+      "Host-to-device GB/s the copy predictions use (default 54: measured on the H200, PCIe gen 5)");
+  command->add_option_function<double>(
+      "--compute-rate", [o](double tflops) { o->request.compute_flops_per_second = tflops * 1e12; },
+      "TFLOP/s the compute predictions use (default 650: LLaDA-8B's long steps on the H200)");
   command->add_option("--adapter", o->request.adapter,
                       "PEFT LoRA adapter folder merged at load: checked against the model, its fp32 copies counted on the CPU");
   return [o] { return run_plan(*o); };

@@ -27,7 +27,7 @@ struct ServeCliOptions {
       cache = "auto", allowed_origins, adapter;
   serve::ServeOptions serve;
   int64_t gen_length = 128, steps = 0;
-  int64_t streamed_layers = 0;  // the last N layers' weights in pinned host memory (CUDA)
+  int64_t streamed_layers = kAutoStreamedLayers;  // the last N layers' weights in pinned host memory (CUDA)
   bool no_access_log = false;
   D2fFlags d2f;  // serve --d2f: the default decoding of requests
 };

@@ -103,6 +103,9 @@ struct CudaExecutor::Impl {
   // MOSAIC_ATTENTION_TAIL_STREAM=0 runs them on `stream` in one launch, as every other op.
   cudaStream_t tail_stream = nullptr;
   cudaEvent_t tail_fork = nullptr, tail_join = nullptr;
+  // Recorded before a step's first upload and after its last copy back: the span the device
+  // worked on the step (CudaStepResult::device_seconds).
+  cudaEvent_t span_begin = nullptr, span_end = nullptr;
   bool tail_overlap = true;
   // MOSAIC_FUSED_SWIGLU=1: a layer's gate and up products and SwiGLU as one fused product where
   // the device and shapes allow (exec/gate_up_swiglu_fusion.h). Off by default: the same bits,
@@ -169,6 +172,8 @@ CudaExecutor::CudaExecutor(const Model& model, int device, std::span<const int32
   MOSAIC_CUDA_CHECK(cudaStreamCreateWithPriority(&impl_->stream, cudaStreamNonBlocking, greatest_priority));
   MOSAIC_CUDA_CHECK(cudaStreamCreateWithPriority(&impl_->tail_stream, cudaStreamNonBlocking, least_priority));
   MOSAIC_CUDA_CHECK(cudaEventCreateWithFlags(&impl_->tail_fork, cudaEventDisableTiming));
+  MOSAIC_CUDA_CHECK(cudaEventCreate(&impl_->span_begin));
+  MOSAIC_CUDA_CHECK(cudaEventCreate(&impl_->span_end));
   MOSAIC_CUDA_CHECK(cudaEventCreateWithFlags(&impl_->tail_join, cudaEventDisableTiming));
   const char* tail_setting = std::getenv("MOSAIC_ATTENTION_TAIL_STREAM");
   impl_->tail_overlap = tail_setting == nullptr || std::strcmp(tail_setting, "0") != 0;
@@ -288,7 +293,7 @@ CudaExecutor::~CudaExecutor() {
       if (event != nullptr) cudaEventDestroy(event);
   }
   if (impl_->copy_stream != nullptr) cudaStreamDestroy(impl_->copy_stream);
-  for (cudaEvent_t event : {impl_->tail_fork, impl_->tail_join})
+  for (cudaEvent_t event : {impl_->tail_fork, impl_->tail_join, impl_->span_begin, impl_->span_end})
     if (event != nullptr) cudaEventDestroy(event);
   for (cudaStream_t stream : {impl_->stream, impl_->tail_stream})
     if (stream != nullptr) cudaStreamDestroy(stream);
@@ -338,6 +343,7 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
                   "the CUDA backend runs bf16 activations ({} is fp32)", graph.tensor_name(int32_t(t)));
   }
   x.host_rows.prepare(graph);  // pinned memory for host tensors: refused here, before any launch
+  MOSAIC_CUDA_CHECK(cudaEventRecord(x.span_begin, stream));
   auto* base = static_cast<std::byte*>(arena.base());
   auto address = [&](const TensorRef& ref) -> void* {
     const GraphTensor& t = graph.tensors[static_cast<size_t>(ref.tensor)];
@@ -698,7 +704,11 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
   if (committed != nullptr)
     MOSAIC_CUDA_CHECK(cudaMemcpyAsync(result.committed.data(), committed, result.committed.size() * sizeof(CommittedRow),
                                       cudaMemcpyDeviceToHost, stream));
+  MOSAIC_CUDA_CHECK(cudaEventRecord(x.span_end, stream));
   MOSAIC_CUDA_CHECK(cudaStreamSynchronize(stream));
+  float span_ms = 0;
+  MOSAIC_CUDA_CHECK(cudaEventElapsedTime(&span_ms, x.span_begin, x.span_end));
+  result.device_seconds = span_ms * 1e-3;
   x.profile.report();
   return result;
 }

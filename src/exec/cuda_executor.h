@@ -44,6 +44,10 @@ struct DeviceStepIo {
 struct CudaStepResult {
   std::vector<float> values;            // the output tensor, when copy_output
   std::vector<CommittedRow> committed;  // [rows] when there were commits (rows of other sequences: undefined)
+  // From the step's first upload to its last copy back, on the device's clock: the part of the
+  // step's wall time the host did not cost the device (the rest: packing and planning before the
+  // first upload, the return after the last copy).
+  double device_seconds = 0;
 };
 
 class CudaExecutor {

@@ -338,6 +338,7 @@ StepOutput CudaStepRunner::run(const StepInput& unpadded) {
   io.copy_output = host_needs_rows;
   io.cache = cached ? cache_.get() : nullptr;
   io.shape_repeats = padded.has_value();
+  const size_t replays_before = executor_->graph_replays();
   CudaStepResult result = executor_->run(graph, *planned, *arena_, packed,
                                          input.keep_logits ? std::span<const HeadRowSampling>() : input.sampling, io);
   for (size_t c = 0; c < commits.size(); ++c) {
@@ -352,6 +353,8 @@ StepOutput CudaStepRunner::run(const StepInput& unpadded) {
   if (padded) unpad_output(*padded, out);
   report_memory(*planned, graph, out);
   out.host_seconds = std::chrono::duration<double>(executor_->last_launch_end() - start).count();
+  out.graph_replayed = executor_->graph_replays() > replays_before;
+  out.device_seconds = result.device_seconds;
   out.arena_bytes = arena_->mapped();
   return out;
 }

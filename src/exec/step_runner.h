@@ -52,6 +52,11 @@ struct StepOutput {
   // Seconds the host spent on the step before waiting for its result (packing, planning, kernel
   // launches); on the CPU backend the whole step.
   double host_seconds = 0;
+  // The forward replayed a captured CUDA graph (exec/cuda_step_graphs.h); CPU: never.
+  bool graph_replayed = false;
+  // CUDA: the span from the step's first upload to its last copy back on the device's clock;
+  // 0 on the CPU. The host's exposed time is the wall time less this.
+  double device_seconds = 0;
 };
 
 // The KV cache's page geometry and use (docs/design/kv-cache.md).

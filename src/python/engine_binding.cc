@@ -51,6 +51,8 @@ py::dict info_dict(const ModelInfo& info) {
   d["max_position"] = info.max_position;
   d["weight_bytes"] = info.weight_bytes;
   d["weight_dtype"] = info.weight_dtype;
+  d["streamed_layers"] = info.streamed_layers;
+  d["streamed_weight_bytes"] = info.streamed_weight_bytes;
   d["adapter"] = info.adapter.empty() ? py::object(py::none()) : py::object(py::str(info.adapter));
   d["adapted_projections"] = info.adapted_projections;
   return d;
@@ -99,7 +101,7 @@ void bind_engine(py::module_& m) {
   EngineClass engine(m, "_Engine", "A loaded model (mosaic::Engine); use mosaic.Engine");
   engine.def(py::init(&open_engine), py::arg("model_dir"), py::arg("device") = "auto",
              py::arg("cuda_device") = 0, py::arg("budget") = std::nullopt,
-             py::arg("adapter") = std::nullopt, py::arg("streamed_layers") = 0)
+             py::arg("adapter") = std::nullopt, py::arg("streamed_layers") = kAutoStreamedLayers)
       .def_property_readonly("info", [](const Engine& e) { return info_dict(e.info()); })
       .def_property_readonly("has_tokenizer", &Engine::has_tokenizer)
       .def("forward", &forward, py::arg("ids"), py::arg("rows"),

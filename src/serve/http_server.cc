@@ -381,7 +381,7 @@ nlohmann::ordered_json HttpServer::model_object() const {
           {"max_model_len", info.max_position > 0 ? nlohmann::ordered_json(info.max_position) : nlohmann::ordered_json()},
           {"mosaic", {{"family", info.family}, {"architecture", info.architecture}, {"device", info.device},
                       {"vocab", info.vocab}, {"max_position", info.max_position}, {"weight_bytes", info.weight_bytes},
-                      {"tokenizer", engine_.has_tokenizer()}}}};
+                      {"streamed_layers", info.streamed_layers}, {"tokenizer", engine_.has_tokenizer()}}}};
 }
 
 // vLLM's /tokenize: {"prompt": "..."} or {"messages": [...]} (as the generation routes read them,

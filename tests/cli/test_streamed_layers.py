@@ -52,6 +52,22 @@ class StreamedLayers(unittest.TestCase):
             harness.assert_error(self, status, err, "streamed layers 3: the model has 2 decoder layers "
                                  "(expected 0 to 2)", what=f"{args[0]}: ")
 
+    def test_auto_streams_nothing_on_the_cpu(self):
+        for args in self.commands("auto"):
+            if args[0] == "serve":
+                continue  # it would serve until stopped; its flag is parsed by the same helper
+            status, _, err = run(*args)
+            self.assertEqual(status, 0, f"{args[0]}: {err}")
+            self.assertNotIn("streamed", err)
+
+    def test_a_count_that_is_not_a_number_is_refused(self):
+        for value in ("two", "-1", "1.5"):
+            for args in self.commands(value):
+                status, _, err = run(*args)
+                # A usage error (CLI11's exit status 2), as for any option's malformed value.
+                harness.assert_error(self, status, err, f"'{value}' is not a layer count (expected auto or 0 to "
+                                     "the model's decoder layers)", code=2, what=f"{args[0]} {value}: ")
+
 
 if __name__ == "__main__":
     _, argv = harness.parse_args()

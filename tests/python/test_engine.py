@@ -55,6 +55,14 @@ def test_streamed_layers_are_refused_on_the_cpu_and_outside_the_model(models):
         mosaic.Engine(models["llada"], device="cpu", streamed_layers=99)
     with pytest.raises(TypeError, match="streamed_layers must be an int"):
         mosaic.Engine(models["llada"], device="cpu", streamed_layers="2")
+    with pytest.raises(ValueError, match="streamed_layers must be >= 0"):
+        mosaic.Engine(models["llada"], device="cpu", streamed_layers=-1)
+
+
+def test_streamed_layers_auto_is_the_default_and_streams_nothing_on_the_cpu(models):
+    engine = mosaic.Engine(models["llada"], device="cpu")
+    assert engine.streamed_layers == "auto"
+    assert engine.info["streamed_layers"] == 0 and engine.info["streamed_weight_bytes"] == 0
 
 
 @pytest.mark.parametrize("device, error, fragment", [
