@@ -10,13 +10,13 @@ from mosaic import _mosaic
 from mosaic.byte_size import parse_byte_size
 from mosaic.model_files import check_adapter_folder
 
-PRESETS = ("llada-8b", "dream-7b", "llada-moe-7b")
+PRESETS = ("llada-8b", "dream-7b", "llada-moe-7b", "llada2-mini", "llada2-flash")
 _CHUNK_GROUPS = ("qkv", "attention", "ffn", "head")
 
 
 def plan(model, seq_len=None, *, prompt_len=None, masked=None, batch=None, budget=None, chunks=None,
          device="cuda", dtype=None, head="stats", planner="best", temperature=0.0, timeline=False,
-         adapter=None):
+         adapter=None, weights="device", residual="auto"):
     """Plans one step of `model` (a preset, "llada-8b" / "dream-7b" / "llada-moe-7b", or a model folder).
 
     The shape: `seq_len` tokens, or `batch`, a list of sequence lengths; each sequence has
@@ -27,6 +27,11 @@ def plan(model, seq_len=None, *, prompt_len=None, masked=None, batch=None, budge
     the activation dtype. timeline=True adds "categories", "op_names" and "timeline".
     `adapter`: a PEFT LoRA folder merged at load, checked against the model as the engine checks
     it; on the CPU its merged fp32 copies count in "weight_bytes" ("adapter" in the report).
+    `weights`: where the layers' product weights live, "device", "host" (streamed one layer
+    ahead) or "auto" (with a budget: the fewest layers streamed that fit the step in chunks that
+    fill the GPU); `residual`: where the residual stream lives, "auto", "device" or "host"
+    (docs/design/weight-staging.md, residual-staging.md); the report's "streamed_weights" and
+    "residual" say what is in host memory and whether its copies hide under compute.
     """
     if budget is not None and chunks is not None:
         raise ValueError("budget chooses the chunks itself: give budget or chunks, not both")
@@ -43,18 +48,21 @@ def plan(model, seq_len=None, *, prompt_len=None, masked=None, batch=None, budge
         model=_model_name(model), lengths=lengths, candidates=candidates, device=_str(device, "device"),
         activations=_str(dtype or "", "dtype"), head=_str(head, "head"), chunks=_chunk_counts(chunks),
         budget=None if budget is None else parse_byte_size(budget), temperature=_number(temperature, "temperature"),
-        planner=_str(planner, "planner"), timeline=bool(timeline), adapter=_adapter(adapter))
+        planner=_str(planner, "planner"), timeline=bool(timeline), adapter=_adapter(adapter),
+        weights=_str(weights, "weights"), residual=_str(residual, "residual"))
     return json.loads(report)
 
 
 def find_lmax(model, budget, *, temperature=0.0, device="cuda", dtype=None, head="stats", planner="best",
-              timeline=False, adapter=None):
+              timeline=False, adapter=None, weights="device", residual="auto"):
     """The longest L (a multiple of 1024; prompt L/2, the other L/2 masked) whose step fits
-    `budget` (bytes or "24GiB"): {"l_max":, "at_l_max": the plan there, ...}."""
+    `budget` (bytes or "24GiB"): {"l_max":, "at_l_max": the plan there, ...}. `weights` and
+    `residual` as for plan()."""
     report = _mosaic.find_lmax_json(
         model=_model_name(model), device=_str(device, "device"), activations=_str(dtype or "", "dtype"),
         head=_str(head, "head"), budget=parse_byte_size(budget), temperature=_number(temperature, "temperature"),
-        planner=_str(planner, "planner"), timeline=bool(timeline), adapter=_adapter(adapter))
+        planner=_str(planner, "planner"), timeline=bool(timeline), adapter=_adapter(adapter),
+        weights=_str(weights, "weights"), residual=_str(residual, "residual"))
     return json.loads(report)
 
 

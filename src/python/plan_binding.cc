@@ -16,8 +16,10 @@ namespace {
 
 PlanRequest make_request(std::string model, std::string device, std::string activations,
                          std::string head, std::optional<uint64_t> budget, double temperature,
-                         std::string planner, std::string adapter) {
+                         std::string planner, std::string adapter, std::string weights, std::string residual) {
   PlanRequest request;
+  request.weights = std::move(weights);
+  request.residual = std::move(residual);
   request.model = std::move(model);
   request.device = std::move(device);
   request.activations = std::move(activations);
@@ -32,9 +34,11 @@ PlanRequest make_request(std::string model, std::string device, std::string acti
 std::string plan_json(std::string model, std::vector<int64_t> lengths, std::vector<int64_t> candidates,
                       std::string device, std::string activations, std::string head,
                       std::array<int64_t, 4> chunks, std::optional<uint64_t> budget,
-                      double temperature, std::string planner, bool timeline, std::string adapter) {
+                      double temperature, std::string planner, bool timeline, std::string adapter,
+                      std::string weights, std::string residual) {
   PlanRequest request = make_request(std::move(model), std::move(device), std::move(activations),
-                                     std::move(head), budget, temperature, std::move(planner), std::move(adapter));
+                                     std::move(head), budget, temperature, std::move(planner), std::move(adapter),
+                                     std::move(weights), std::move(residual));
   request.lengths = std::move(lengths);
   request.candidates = std::move(candidates);
   request.qkv_chunks = chunks[0], request.attention_chunks = chunks[1];
@@ -45,10 +49,10 @@ std::string plan_json(std::string model, std::vector<int64_t> lengths, std::vect
 
 std::string find_lmax_json(std::string model, std::string device, std::string activations,
                            std::string head, uint64_t budget, double temperature, std::string planner,
-                           bool timeline, std::string adapter) {
+                           bool timeline, std::string adapter, std::string weights, std::string residual) {
   const PlanRequest request = make_request(std::move(model), std::move(device), std::move(activations),
                                            std::move(head), budget, temperature, std::move(planner),
-                                           std::move(adapter));
+                                           std::move(adapter), std::move(weights), std::move(residual));
   py::gil_scoped_release release;
   return lmax_report_json(find_lmax(request), request, timeline);
 }
@@ -59,10 +63,11 @@ void bind_plan(py::module_& m) {
   m.def("plan_json", &plan_json, py::kw_only(), py::arg("model"), py::arg("lengths"),
         py::arg("candidates"), py::arg("device"), py::arg("activations"), py::arg("head"),
         py::arg("chunks"), py::arg("budget"), py::arg("temperature"), py::arg("planner"),
-        py::arg("timeline"), py::arg("adapter") = "");
+        py::arg("timeline"), py::arg("adapter") = "", py::arg("weights") = "device", py::arg("residual") = "auto");
   m.def("find_lmax_json", &find_lmax_json, py::kw_only(), py::arg("model"), py::arg("device"),
         py::arg("activations"), py::arg("head"), py::arg("budget"), py::arg("temperature"),
-        py::arg("planner"), py::arg("timeline"), py::arg("adapter") = "");
+        py::arg("planner"), py::arg("timeline"), py::arg("adapter") = "", py::arg("weights") = "device",
+        py::arg("residual") = "auto");
 }
 
 }  // namespace mosaic::python

@@ -21,10 +21,22 @@ def without_timings(document):
     (["--seq-len", 32768, "--chunks", "1,2,4,8", "--dtype", "fp32", "--planner", "greedy-by-size"],
      dict(seq_len=32768, chunks={"attention": 2, "ffn": 4, "head": 8}, dtype="fp32", planner="greedy-by-size")),
     (["--seq-len", 131072, "--budget", "24GiB"], dict(seq_len=131072, budget="24GiB")),
+    (["--seq-len", 32768, "--budget", "8GiB", "--weights", "auto"], dict(seq_len=32768, budget="8GiB", weights="auto")),
+    (["--seq-len", 65536, "--chunks", "2,4,4,1", "--weights", "host", "--residual", "host"],
+     dict(seq_len=65536, chunks=(2, 4, 4, 1), weights="host", residual="host")),
 ])
 def test_preset_plans_agree_with_the_cli(cli, cli_args, keywords):
     expected = cli.json("plan", "--model", "llada-8b", *cli_args)
     assert without_timings(mosaic.plan("llada-8b", **keywords)) == without_timings(expected)
+
+
+def test_what_lives_in_host_memory_is_reported():
+    streamed = mosaic.plan("llada-8b", seq_len=32768, budget="8GiB", weights="auto")
+    assert streamed["streamed_weights"]["layers"] == 22  # the fewest that leave room at 32k
+    assert streamed["total_bytes"] <= 8 * 2**30
+    both = mosaic.plan("llada-8b", seq_len=4096, chunks=(1, 2, 2, 1), weights="host", residual="host")
+    assert both["residual"]["host_bytes"] == 4096 * 4096 * 2
+    assert both["streamed_weights"]["layers"] == 32
 
 
 def test_engine_plan_is_the_plan_of_its_folder_and_device(models, engines, cli):
@@ -68,6 +80,9 @@ def test_timeline_for_plotting():
     (dict(seq_len=1024, device="tpu"), mosaic.Error, "device 'tpu' is not supported"),
     (dict(seq_len=1024, planner="best-fit"), mosaic.Error, "planner 'best-fit' is not supported"),
     (dict(seq_len=2**20, budget="17GiB"), mosaic.Error, "the step needs at least"),
+    (dict(seq_len=1024, weights="sideways"), mosaic.Error, "weights 'sideways' is not a placement"),
+    (dict(seq_len=1024, residual="disk"), mosaic.Error, "residual 'disk' is not a placement"),
+    (dict(seq_len=1024, weights=1), TypeError, "weights must be a string"),
 ])
 def test_bad_plan_arguments(keywords, error, fragment):
     with pytest.raises(error) as raised:
