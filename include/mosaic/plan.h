@@ -137,6 +137,11 @@ struct PlanReport {
   double link_bytes_per_second = 0, compute_flops_per_second = 0;
   double weight_copy_ms = 0, weight_compute_ms = 0;
   double residual_copy_ms = 0, residual_compute_ms = 0;
+  // x's write-backs run on the step's own stream (exec/cuda_host_rows.h), so they add to the
+  // step whatever the compute: their bytes over the step and in its busiest layer, and the ms the
+  // step's write-backs take at the link's rate (the CUDA step pays them in full).
+  uint64_t residual_written_bytes = 0, residual_layer_written_bytes = 0;
+  double residual_writeback_ms = 0;
   uint64_t total_bytes() const {
     return device_weight_bytes + workspace_bytes + cache_mapped_bytes + mapped_bytes;
   }

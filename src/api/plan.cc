@@ -241,14 +241,17 @@ PlanReport report_for(const PlanRequest& request, const Setup& s, const PlannedS
   if (graph.chunks.residual_in_host) {
     report.residual_placement = "host";
     report.host_residual_bytes = graph.host_bytes();
-    std::map<int32_t, uint64_t> moved;  // per layer
+    std::map<int32_t, uint64_t> moved, written;  // per layer: both ways, and written back
     for (const GraphOp& op : graph.ops) {
       if (op.kind != OpKind::stage_rows && op.kind != OpKind::unstage_rows) continue;
       const GraphTensor& rows = graph.tensors[static_cast<size_t>(op.kind == OpKind::stage_rows ? op.out.tensor : op.a.tensor)];
       const uint64_t bytes = static_cast<uint64_t>(op.rows) * rows.row_bytes();
       report.residual_moved_bytes += bytes;
       moved[rows.layer] += bytes;
+      if (op.kind == OpKind::unstage_rows) report.residual_written_bytes += bytes, written[rows.layer] += bytes;
     }
+    for (const auto& [layer, bytes] : written)
+      report.residual_layer_written_bytes = std::max(report.residual_layer_written_bytes, bytes);
     for (const auto& [layer, bytes] : moved) {
       report.residual_layer_moved_bytes = std::max(report.residual_layer_moved_bytes, bytes);
       if (layer < 0 || bytes == 0) continue;
@@ -269,6 +272,7 @@ PlanReport report_for(const PlanRequest& request, const Setup& s, const PlannedS
     report.residual_copy_ms = ms(double(report.residual_layer_moved_bytes), request.link_bytes_per_second);
     report.residual_compute_ms = ms(report.flops_per_residual_byte * double(report.residual_layer_moved_bytes),
                                     request.compute_flops_per_second);
+    report.residual_writeback_ms = ms(double(report.residual_written_bytes), request.link_bytes_per_second);
   }
   report.tokens = graph.tokens, report.candidates = graph.candidates;
   report.activation_peak = step.memory.planned_peak;

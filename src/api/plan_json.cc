@@ -34,7 +34,9 @@ nlohmann::ordered_json report_document(const PlanReport& r, bool with_timeline) 
                      {"layer_moved_bytes", r.residual_layer_moved_bytes},
                      {"flops_per_moved_byte", r.flops_per_residual_byte},
                      {"predicted_copy_ms_per_layer", r.residual_copy_ms},
-                     {"predicted_compute_ms_of_the_layer", r.residual_compute_ms}};
+                     {"predicted_compute_ms_of_the_layer", r.residual_compute_ms},
+                     {"written_back_bytes", r.residual_written_bytes},
+                     {"predicted_writeback_ms_per_step", r.residual_writeback_ms}};
   }
   if (!r.adapter.empty()) {
     j["adapter"] = {{"path", r.adapter},

@@ -151,6 +151,10 @@ TEST(PlanStep, ResidualInHostReportsItsBytesAndWhatItMoves) {
   // write them back; the last layer's K/V pass reads them (its other rows are the candidates').
   EXPECT_EQ(host.residual_moved_bytes, x * 5 * 31 + x);
   EXPECT_EQ(host.residual_layer_moved_bytes, x * 5);
+  // Written back: the query pass's and the FFN's rows, in every layer but the last.
+  EXPECT_EQ(host.residual_written_bytes, x * 2 * 31);
+  EXPECT_EQ(host.residual_layer_written_bytes, x * 2);
+  EXPECT_NEAR(host.residual_writeback_ms, double(x * 2 * 31) / 54e9 * 1e3, 1e-9);
   EXPECT_GT(host.flops_per_residual_byte, 0);
   PlanRequest at_500k{.model = "llada-8b", .lengths = {500000}, .candidates = {250000}};
   at_500k.budget = uint64_t{24} << 30;

@@ -140,6 +140,9 @@ void print_report(const PlanOptions& o, const PlanReport& r) {
                "where link bandwidth >= compute rate / {:.0f}\n",
                r.flops_per_residual_byte, r.flops_per_residual_byte);
     print_prediction("a layer's copies of x", r.residual_copy_ms, "the layer's compute", r.residual_compute_ms, r);
+    fmt::print("                 of those, the write-backs ({} a step, at most {} in a layer) run on the step's "
+               "stream, not beside it: about {:.1f} ms added to the step\n",
+               gib(r.residual_written_bytes), gib(r.residual_layer_written_bytes), r.residual_writeback_ms);
   }
   if (!r.adapter.empty()) {
     fmt::print("adapter          {}: rank {} on {} projections, merged at load ({})\n", r.adapter, r.adapter_rank,
