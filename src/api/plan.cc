@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <utility>
 
 #include "chunk/chunk_search.h"
 #include "core/error.h"
@@ -212,6 +213,22 @@ double layer_flops(const Graph& graph, const ModelConfig& config, int32_t layer)
   return flops;
 }
 
+// The bytes an op copies between the memories: a streamed layer's weights or x's rows in, the
+// rows a visit wrote back out; zero for every other op.
+struct OpCopy {
+  uint64_t in = 0, out = 0;
+};
+
+OpCopy op_copy(const Graph& graph, const GraphOp& op) {
+  const auto rows_of = [&](TensorRef ref) {
+    return static_cast<uint64_t>(op.rows) * graph.tensors[static_cast<size_t>(ref.tensor)].row_bytes();
+  };
+  if (op.kind == OpKind::stage_weights) return {graph.tensors[static_cast<size_t>(op.out.tensor)].bytes(), 0};
+  if (op.kind == OpKind::stage_rows) return {rows_of(op.out), 0};
+  if (op.kind == OpKind::unstage_rows) return {0, rows_of(op.a)};
+  return {};
+}
+
 PlanReport report_for(const PlanRequest& request, const Setup& s, const PlannedStep& step,
                       double planning_ms) {
   const Graph& graph = step.graph;
@@ -244,11 +261,12 @@ PlanReport report_for(const PlanRequest& request, const Setup& s, const PlannedS
     std::map<int32_t, uint64_t> moved, written;  // per layer: both ways, and written back
     for (const GraphOp& op : graph.ops) {
       if (op.kind != OpKind::stage_rows && op.kind != OpKind::unstage_rows) continue;
-      const GraphTensor& rows = graph.tensors[static_cast<size_t>(op.kind == OpKind::stage_rows ? op.out.tensor : op.a.tensor)];
-      const uint64_t bytes = static_cast<uint64_t>(op.rows) * rows.row_bytes();
-      report.residual_moved_bytes += bytes;
-      moved[rows.layer] += bytes;
-      if (op.kind == OpKind::unstage_rows) report.residual_written_bytes += bytes, written[rows.layer] += bytes;
+      const int32_t layer =
+          graph.tensors[static_cast<size_t>(op.kind == OpKind::stage_rows ? op.out.tensor : op.a.tensor)].layer;
+      const OpCopy copy = op_copy(graph, op);
+      report.residual_moved_bytes += copy.in + copy.out;
+      moved[layer] += copy.in + copy.out;
+      report.residual_written_bytes += copy.out, written[layer] += copy.out;
     }
     for (const auto& [layer, bytes] : written)
       report.residual_layer_written_bytes = std::max(report.residual_layer_written_bytes, bytes);
@@ -328,13 +346,8 @@ PlanReport report_for(const PlanRequest& request, const Setup& s, const PlannedS
   if (s.streamed_bytes > 0 || graph.chunks.residual_in_host) {
     report.copied_in.assign(graph.ops.size(), 0), report.copied_out.assign(graph.ops.size(), 0);
     for (size_t op = 0; op < graph.ops.size(); ++op) {
-      const GraphOp& o = graph.ops[op];
-      const auto row_bytes = [&](TensorRef ref) {
-        return static_cast<uint64_t>(o.rows) * graph.tensors[static_cast<size_t>(ref.tensor)].row_bytes();
-      };
-      if (o.kind == OpKind::stage_weights) report.copied_in[op] = graph.tensors[static_cast<size_t>(o.out.tensor)].bytes();
-      else if (o.kind == OpKind::stage_rows) report.copied_in[op] = row_bytes(o.out);
-      else if (o.kind == OpKind::unstage_rows) report.copied_out[op] = row_bytes(o.a);
+      const OpCopy copy = op_copy(graph, graph.ops[op]);
+      report.copied_in[op] = copy.in, report.copied_out[op] = copy.out;
     }
   }
   for (size_t k = 0; k < categories; ++k)
@@ -391,8 +404,8 @@ ChunkSearchResult search_placement(const PlanRequest& request, Setup& s, const S
   if (request.weights != "auto") return search(s, shape, *request.budget, cache);
   const ResidualPlacement residual = s.residual;
   if (residual == ResidualPlacement::fit) s.residual = ResidualPlacement::device;
-  std::optional<int64_t> fitting;  // the fewest layers with which the step fits in any chunks
-  std::optional<ChunkSearchResult> fitting_result;
+  // The fewest layers with which the step fits in any chunks, and that search.
+  std::optional<std::pair<int64_t, ChunkSearchResult>> fitting;
   for (int64_t count = 0; count < s.config.layers; ++count) {
     s.stream_last_layers(count);
     if (s.device_weight_bytes() + s.workspace + cache >= *request.budget) continue;
@@ -402,14 +415,14 @@ ChunkSearchResult search_placement(const PlanRequest& request, Setup& s, const S
       s.residual = residual;
       return result;
     }
-    if (!fitting) fitting = count, fitting_result = std::move(result);
+    if (!fitting) fitting.emplace(count, std::move(result));
   }
   s.residual = residual;
   s.stream_last_layers(s.config.layers);
   ChunkSearchResult all = search(s, shape, *request.budget, cache);
   if (!fitting || (all.fits && chunks_fill_the_gpu(shape, all.chunks))) return all;
-  s.stream_last_layers(*fitting);
-  return std::move(*fitting_result);
+  s.stream_last_layers(fitting->first);
+  return std::move(fitting->second);
 }
 
 }  // namespace

@@ -79,19 +79,18 @@ std::string host_panel(const PlanReport& report, double top, double plot_w, OpX 
                      "<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n",
                      kLeft - 6, mid - half + 4, human_bytes(double(most)), kLeft - 6, mid + half + 4,
                      human_bytes(double(most)));
-  // One bar per copying op, at least a pixel wide so that thousands of ops still show.
+  // One bar per copying op, at least a pixel wide so that thousands of ops still show: copies in
+  // rise from the middle line, copies back hang from it.
   for (size_t op = 0; op < ops; ++op) {
     const double left = x(double(op)), width = std::max(1.0, x(double(op + 1)) - left);
-    if (report.copied_in[op] > 0) {
-      const double h = half * double(report.copied_in[op]) / double(most);
+    const auto bar = [&](uint64_t bytes, bool up, const char* color) {
+      if (bytes == 0) return;
+      const double h = half * double(bytes) / double(most);
       svg += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"/>\n", left,
-                         mid - h, width, h, kCopyInColor);
-    }
-    if (report.copied_out[op] > 0) {
-      const double h = half * double(report.copied_out[op]) / double(most);
-      svg += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"/>\n", left, mid,
-                         width, h, kCopyOutColor);
-    }
+                         up ? mid - h : mid, width, h, color);
+    };
+    bar(report.copied_in[op], true, kCopyInColor);
+    bar(report.copied_out[op], false, kCopyOutColor);
   }
   svg += fmt::format("<rect x=\"{0}\" y=\"{1:.1f}\" width=\"14\" height=\"14\" fill=\"{2}\"/><text x=\"{3}\" "
                      "y=\"{4:.1f}\">in: {8}</text>\n"

@@ -76,8 +76,8 @@ int64_t auto_streamed_layers(const Model& model, const EngineOptions& options, u
   }
   if (count > 0)
     log(LogLevel::info, "streaming the last {} of {} layers' weights from pinned host memory: with every weight "
-        "on the device a {}-token step does not fit the budget of {}", count, config.layers, tokens,
-        format_bytes(budget));
+        "on the device a {}-token step does not fit the budget of {} in chunks that fill the GPU", count,
+        config.layers, tokens, format_bytes(budget));
   return count;
 }
 

@@ -5,8 +5,10 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <charconv>
 #include <cstdint>
 #include <string>
+#include <system_error>
 
 #include "mosaic/engine.h"
 
@@ -21,7 +23,8 @@ inline CLI::Option* add_streamed_layers_flag(CLI::App* c, int64_t& count) {
           return;
         }
         int64_t n = -1;
-        if (!CLI::detail::lexical_cast(text, n) || n < 0)
+        const auto [end, status] = std::from_chars(text.data(), text.data() + text.size(), n);
+        if (status != std::errc() || end != text.data() + text.size() || n < 0)
           throw CLI::ValidationError("--streamed-layers",
                                      fmt::format("'{}' is not a layer count (expected auto or 0 to the model's "
                                                  "decoder layers)", text));
