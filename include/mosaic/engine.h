@@ -100,6 +100,12 @@ struct EngineOptions {
   // The step length auto streaming sizes the device's weights for; 0: the model's context length,
   // at most 4,096 tokens. Longer steps still run where chunking fits them beside those weights.
   int64_t auto_stream_tokens = 0;
+  // Tensor parallelism over this many ranks (docs/design/tensor-parallel.md): attention heads, FFN
+  // columns and the vocabulary split, all-reduces after the output and down projections, the
+  // fused head's summaries combined across ranks. On the CPU the ranks are threads sharing its
+  // memory, and `budget` is each rank's. The model's heads, FFN width and vocabulary must divide
+  // by it. 1: one device.
+  int64_t tensor_parallel = 1;
 };
 
 struct GenerateRequest {

@@ -56,6 +56,14 @@ struct PlanRequest {
   // 436 MB copies in 257 ms, about 54 GB/s; LLaDA-8B's long steps: about 650 TFLOP/s).
   double link_bytes_per_second = 54e9;
   double compute_flops_per_second = 650e12;
+  // Tensor parallelism over this many ranks (docs/design/tensor-parallel.md): the plan is one
+  // rank's (its shard of the weights, its activations, its collectives' buffers), the budget each
+  // rank's. `collective_bytes_per_second`: the all-reduce bus bandwidth (NCCL's busbw) the report
+  // predicts the collectives with; default an assumption for NVLink between H200s (NCCL's
+  // all-reduce reaches roughly 360-480 GB/s busbw on 8 NVSwitch-connected Hopper GPUs), not
+  // measured by Mosaic yet.
+  int64_t tensor_parallel = 1;
+  double collective_bytes_per_second = 360e9;
 };
 
 struct PlanCategoryBytes {
@@ -142,6 +150,15 @@ struct PlanReport {
   // step's write-backs take at the link's rate (the CUDA step pays them in full).
   uint64_t residual_written_bytes = 0, residual_layer_written_bytes = 0;
   double residual_writeback_ms = 0;
+  // Tensor parallelism (PlanRequest::tensor_parallel): the ranks; every byte figure above is one
+  // rank's. Per step, the all-reduces (the embedding, then every output and down projection's
+  // rows), the bytes they reduce and the largest one, the bytes of the head's gathered summaries,
+  // the predicted collective time (ring all-reduce: 2 (R - 1) / R of the bytes over the bus
+  // bandwidth) against the rank's compute at the request's rate.
+  int64_t tensor_parallel = 1;
+  int64_t all_reduces = 0;
+  uint64_t all_reduce_bytes = 0, largest_all_reduce_bytes = 0, head_gather_bytes = 0;
+  double collective_bytes_per_second = 0, collective_ms = 0, rank_compute_ms = 0;
   uint64_t total_bytes() const {
     return device_weight_bytes + workspace_bytes + cache_mapped_bytes + mapped_bytes;
   }

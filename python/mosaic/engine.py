@@ -31,12 +31,15 @@ class Engine:
     docs/design/weight-staging.md); "auto" (the default) streams none where the weights fit the
     budget beside a step and the fewest that make room where they do not (info["streamed_layers"]
     says how many); `mosaic plan --weights auto` names the N a step of a given length needs.
+    tensor_parallel: split the model over N ranks (heads, FFN columns, vocabulary;
+    docs/design/tensor-parallel.md); on the CPU the ranks are threads and budget is each rank's.
 
     Missing files raise FileNotFoundError; damaged ones and invalid options mosaic.Error (a
     ValueError) with the engine's one-line message.
     """
 
-    def __init__(self, model_dir, device="auto", budget=None, adapter=None, streamed_layers="auto"):
+    def __init__(self, model_dir, device="auto", budget=None, adapter=None, streamed_layers="auto",
+                 tensor_parallel=1):
         if not isinstance(model_dir, (str, bytes, os.PathLike)):
             raise TypeError(f"model_dir must be a path, got {type(model_dir).__name__}")
         self.model_dir = os.fspath(model_dir)
@@ -52,9 +55,14 @@ class Engine:
         if streamed_layers != "auto" and streamed_layers < 0:
             raise ValueError(f"streamed_layers must be >= 0 or \"auto\", got {streamed_layers}")
         self.streamed_layers = streamed_layers
+        if isinstance(tensor_parallel, bool) or not isinstance(tensor_parallel, int):
+            raise TypeError(f"tensor_parallel must be an int, got {tensor_parallel!r}")
+        if tensor_parallel < 1:
+            raise ValueError(f"tensor_parallel must be >= 1, got {tensor_parallel}")
+        self.tensor_parallel = tensor_parallel
         self._engine = _mosaic._Engine(os.fsencode(self.model_dir), kind, index, self.budget,
                                        None if self.adapter is None else os.fsencode(self.adapter),
-                                       -1 if streamed_layers == "auto" else streamed_layers)
+                                       -1 if streamed_layers == "auto" else streamed_layers, tensor_parallel)
         self._info = self._engine.info
 
     # --- the model ------------------------------------------------------------------------
@@ -157,7 +165,9 @@ class Engine:
     def plan(self, seq_len=None, *, budget=None, device=None, **shape):
         """The memory plan of one step of this model as a dict (`mosaic plan --json`), for the
         engine's device and budget unless given. Shape options as mosaic.plan(): prompt_len,
-        masked, batch, chunks, dtype, head, planner, temperature, timeline."""
+        masked, batch, chunks, dtype, head, planner, temperature, timeline; tensor_parallel is the
+        engine's unless given."""
+        shape.setdefault("tensor_parallel", self.tensor_parallel)
         return plan(self.model_dir, seq_len, budget=self.budget if budget is None else budget,
                     device=device or self.device, adapter=self.adapter, **shape)
 
@@ -166,6 +176,7 @@ class Engine:
         budget = self.budget if budget is None else budget
         if budget is None:
             raise ValueError("find_lmax needs a budget (this engine was opened without one)")
+        options.setdefault("tensor_parallel", self.tensor_parallel)
         return find_lmax(self.model_dir, budget, device=device or self.device, adapter=self.adapter, **options)
 
     def _require_tokenizer(self, advice="use token ids"):

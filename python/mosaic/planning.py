@@ -16,7 +16,7 @@ _CHUNK_GROUPS = ("qkv", "attention", "ffn", "head")
 
 def plan(model, seq_len=None, *, prompt_len=None, masked=None, batch=None, budget=None, chunks=None,
          device="cuda", dtype=None, head="stats", planner="best", temperature=0.0, timeline=False,
-         adapter=None, weights="device", residual="auto"):
+         adapter=None, weights="device", residual="auto", tensor_parallel=1):
     """Plans one step of `model` (a preset, "llada-8b" / "dream-7b" / "llada-moe-7b", or a model folder).
 
     The shape: `seq_len` tokens, or `batch`, a list of sequence lengths; each sequence has
@@ -32,6 +32,8 @@ def plan(model, seq_len=None, *, prompt_len=None, masked=None, batch=None, budge
     fill the GPU); `residual`: where the residual stream lives, "auto", "device" or "host"
     (docs/design/weight-staging.md, residual-staging.md); the report's "streamed_weights" and
     "residual" say what is in host memory and whether its copies hide under compute.
+    `tensor_parallel`: plan one rank of N (docs/design/tensor-parallel.md; `budget` is each
+    rank's); the report's "tensor_parallel" gives the rank's collectives and their predicted time.
     """
     if budget is not None and chunks is not None:
         raise ValueError("budget chooses the chunks itself: give budget or chunks, not both")
@@ -49,20 +51,22 @@ def plan(model, seq_len=None, *, prompt_len=None, masked=None, batch=None, budge
         activations=_str(dtype or "", "dtype"), head=_str(head, "head"), chunks=_chunk_counts(chunks),
         budget=None if budget is None else parse_byte_size(budget), temperature=_number(temperature, "temperature"),
         planner=_str(planner, "planner"), timeline=bool(timeline), adapter=_adapter(adapter),
-        weights=_str(weights, "weights"), residual=_str(residual, "residual"))
+        weights=_str(weights, "weights"), residual=_str(residual, "residual"),
+        tensor_parallel=_positive_int(tensor_parallel, "tensor_parallel"))
     return json.loads(report)
 
 
 def find_lmax(model, budget, *, temperature=0.0, device="cuda", dtype=None, head="stats", planner="best",
-              timeline=False, adapter=None, weights="device", residual="auto"):
+              timeline=False, adapter=None, weights="device", residual="auto", tensor_parallel=1):
     """The longest L (a multiple of 1024; prompt L/2, the other L/2 masked) whose step fits
-    `budget` (bytes or "24GiB"): {"l_max":, "at_l_max": the plan there, ...}. `weights` and
-    `residual` as for plan()."""
+    `budget` (bytes or "24GiB"): {"l_max":, "at_l_max": the plan there, ...}. `weights`,
+    `residual` and `tensor_parallel` as for plan()."""
     report = _mosaic.find_lmax_json(
         model=_model_name(model), device=_str(device, "device"), activations=_str(dtype or "", "dtype"),
         head=_str(head, "head"), budget=parse_byte_size(budget), temperature=_number(temperature, "temperature"),
         planner=_str(planner, "planner"), timeline=bool(timeline), adapter=_adapter(adapter),
-        weights=_str(weights, "weights"), residual=_str(residual, "residual"))
+        weights=_str(weights, "weights"), residual=_str(residual, "residual"),
+        tensor_parallel=_positive_int(tensor_parallel, "tensor_parallel"))
     return json.loads(report)
 
 

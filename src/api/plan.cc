@@ -13,6 +13,7 @@
 #include "exec/step_runner.h"
 #include "graph/step_graph.h"
 #include "graph/weight_staging.h"
+#include "model/tensor_parallel.h"
 #include "model/lora_adapter.h"
 #include "model/lora_merge.h"
 #include "model/test_model.h"
@@ -104,7 +105,13 @@ Setup setup_for(const PlanRequest& request) {
          request.link_bytes_per_second / 1e9, request.compute_flops_per_second / 1e12);
   if (s.config.torch_dtype == "float32") s.weight_dtype = DType::f32;
   else if (s.config.torch_dtype == "float16") s.weight_dtype = DType::f16;
-  const std::vector<WeightSpec> specs = family_weight_specs(s.config);
+  if (request.tensor_parallel < 1) fail("--tensor-parallel {}: the rank count must be at least 1", request.tensor_parallel);
+  if (!(request.collective_bytes_per_second > 0))
+    fail("the collective bandwidth must be > 0 (got {} GB/s)", request.collective_bytes_per_second / 1e9);
+  s.options.tensor_parallel = request.tensor_parallel;
+  // One rank's weights: its shard's tensors (model/tensor_parallel.h; the norms whole on each).
+  const std::vector<WeightSpec> specs = family_weight_specs(
+      request.tensor_parallel == 1 ? s.config : tensor_parallel_config(s.config, request.tensor_parallel));
   s.layer_product_bytes.assign(static_cast<size_t>(s.config.layers), 0);
   for (const WeightSpec& spec : specs) {
     uint64_t bytes = dtype_size(s.weight_dtype);
@@ -122,6 +129,12 @@ Setup setup_for(const PlanRequest& request) {
   else if (request.residual == "auto") s.residual = request.device == "cuda" ? ResidualPlacement::fit : ResidualPlacement::device;
   else if (request.residual != "device")
     fail("residual '{}' is not a placement (expected device, host or auto)", request.residual);
+  if (request.tensor_parallel > 1) {  // each rank's x stays on its device (graph/tensor_parallel.h)
+    if (s.residual == ResidualPlacement::host)
+      fail("--residual host with --tensor-parallel {}: a rank's residual stream stays on its device (expected "
+           "--residual auto or device)", request.tensor_parallel);
+    s.residual = ResidualPlacement::device;
+  }
   if (s.residual == ResidualPlacement::host && request.device != "cuda")
     fail("--residual host keeps the residual stream in host memory beside the device's: the CPU has one memory "
          "(expected --device cuda)");
@@ -137,6 +150,8 @@ Setup setup_for(const PlanRequest& request) {
         for (int64_t extent : target.base->shape) elements *= static_cast<uint64_t>(extent);
         s.adapter_extra_bytes += elements * (sizeof(float) - dtype_size(s.weight_dtype));
       }
+      // A rank merges its share of each projection (they split evenly: tensor_parallel_config).
+      s.adapter_extra_bytes /= static_cast<uint64_t>(request.tensor_parallel);
       s.weight_bytes += s.adapter_extra_bytes;
     }
   }
@@ -194,7 +209,7 @@ ChunkSearchResult search(const Setup& s, const StepShape& shape, uint64_t budget
 
 // The step's flops in one layer: its products (2 m n k) and attention (4 q k d per head, over
 // the segments' full key ranges).
-double layer_flops(const Graph& graph, const ModelConfig& config, int32_t layer) {
+double layer_flops(const Graph& graph, int32_t layer) {
   double flops = 0;
   for (const GraphOp& op : graph.ops) {
     if (op.layer != layer) continue;
@@ -203,10 +218,11 @@ double layer_flops(const Graph& graph, const ModelConfig& config, int32_t layer)
       const double k = static_cast<double>(graph.tensors[static_cast<size_t>(op.a.tensor)].cols);
       flops += 2.0 * static_cast<double>(op.rows) * n * k;
     } else if (op.kind == OpKind::attention) {
+      // Every head the graph's queries hold (one rank's under tensor parallelism).
+      const double q_width = static_cast<double>(graph.tensors[static_cast<size_t>(op.a.tensor)].cols);
       for (int32_t i = op.segment_begin; i < op.segment_begin + op.segment_count; ++i) {
         const AttentionSegment& segment = graph.segments[static_cast<size_t>(i)];
-        flops += 4.0 * static_cast<double>(segment.q_count) * static_cast<double>(segment.kv_count) *
-                 static_cast<double>(config.heads * config.head_dim);
+        flops += 4.0 * static_cast<double>(segment.q_count) * static_cast<double>(segment.kv_count) * q_width;
       }
     }
   }
@@ -229,6 +245,34 @@ OpCopy op_copy(const Graph& graph, const GraphOp& op) {
   return {};
 }
 
+// Tensor parallelism's collectives in one rank's step, and their predicted time against the
+// rank's compute.
+void report_collectives(const Graph& graph, const ModelConfig& config, const PlanRequest& request,
+                        PlanReport& report) {
+  report.tensor_parallel = graph.tensor_parallel;
+  if (graph.tensor_parallel == 1) return;
+  const double ranks = static_cast<double>(graph.tensor_parallel);
+  for (const GraphOp& op : graph.ops) {
+    const uint64_t bytes = static_cast<uint64_t>(op.rows) * graph.tensors[static_cast<size_t>(op.out.tensor)].row_bytes();
+    if (op.kind == OpKind::all_reduce) {
+      ++report.all_reduces;
+      report.all_reduce_bytes += bytes;
+      report.largest_all_reduce_bytes = std::max(report.largest_all_reduce_bytes, bytes);
+    } else if (op.kind == OpKind::combine_head_stats) {
+      report.head_gather_bytes += static_cast<uint64_t>(op.rows) * graph.tensors[static_cast<size_t>(op.a.tensor)].row_bytes();
+    }
+  }
+  double flops = 0;
+  for (int32_t l = 0; l < static_cast<int32_t>(config.layers); ++l) flops += layer_flops(graph, l);
+  report.collective_bytes_per_second = request.collective_bytes_per_second;
+  // A ring all-reduce moves 2 (R - 1) / R of its bytes through each rank's link; an all-gather
+  // (R - 1) / R of the gathered bytes.
+  report.collective_ms = (2 * (ranks - 1) / ranks * double(report.all_reduce_bytes) +
+                          (ranks - 1) * double(report.head_gather_bytes)) /
+                         request.collective_bytes_per_second * 1e3;
+  report.rank_compute_ms = flops / request.compute_flops_per_second * 1e3;
+}
+
 PlanReport report_for(const PlanRequest& request, const Setup& s, const PlannedStep& step,
                       double planning_ms) {
   const Graph& graph = step.graph;
@@ -246,12 +290,15 @@ PlanReport report_for(const PlanRequest& request, const Setup& s, const PlannedS
   report.weights_placement = request.weights;
   report.streamed_layers = static_cast<int64_t>(s.options.streamed_layers.size());
   report.device_weight_bytes = s.device_weight_bytes(), report.host_weight_bytes = s.streamed_bytes;
-  const std::vector<StagedLayer> layouts =
-      s.options.streamed_layers.empty() ? std::vector<StagedLayer>() : staged_layers(s.config, s.options.staged_weight_bytes);
+  const ModelConfig rank_config =
+      s.options.tensor_parallel == 1 ? s.config : tensor_parallel_config(s.config, s.options.tensor_parallel);
+  const std::vector<StagedLayer> layouts = s.options.streamed_layers.empty()
+                                               ? std::vector<StagedLayer>()
+                                               : staged_layers(rank_config, s.options.staged_weight_bytes);
   for (const int32_t layer : s.options.streamed_layers) {
     const uint64_t staged = layouts[static_cast<size_t>(layer)].bytes;
     report.staged_layer_bytes = std::max(report.staged_layer_bytes, staged);
-    const double per_byte = layer_flops(graph, s.config, layer) / static_cast<double>(staged);
+    const double per_byte = layer_flops(graph, layer) / static_cast<double>(staged);
     if (report.flops_per_streamed_byte == 0 || per_byte < report.flops_per_streamed_byte)
       report.flops_per_streamed_byte = per_byte;
   }
@@ -273,7 +320,7 @@ PlanReport report_for(const PlanRequest& request, const Setup& s, const PlannedS
     for (const auto& [layer, bytes] : moved) {
       report.residual_layer_moved_bytes = std::max(report.residual_layer_moved_bytes, bytes);
       if (layer < 0 || bytes == 0) continue;
-      const double per_byte = layer_flops(graph, s.config, layer) / static_cast<double>(bytes);
+      const double per_byte = layer_flops(graph, layer) / static_cast<double>(bytes);
       if (report.flops_per_residual_byte == 0 || per_byte < report.flops_per_residual_byte)
         report.flops_per_residual_byte = per_byte;
     }
@@ -292,6 +339,7 @@ PlanReport report_for(const PlanRequest& request, const Setup& s, const PlannedS
                                     request.compute_flops_per_second);
     report.residual_writeback_ms = ms(double(report.residual_written_bytes), request.link_bytes_per_second);
   }
+  report_collectives(graph, s.config, request, report);
   report.tokens = graph.tokens, report.candidates = graph.candidates;
   report.activation_peak = step.memory.planned_peak;
   report.mapped_bytes = (step.memory.planned_peak + s.granule - 1) / s.granule * s.granule;

@@ -38,6 +38,17 @@ nlohmann::ordered_json report_document(const PlanReport& r, bool with_timeline) 
                      {"written_back_bytes", r.residual_written_bytes},
                      {"predicted_writeback_ms_per_step", r.residual_writeback_ms}};
   }
+  if (r.tensor_parallel > 1) {
+    j["tensor_parallel"] = {{"ranks", r.tensor_parallel},
+                            {"all_reduces", r.all_reduces},
+                            {"all_reduce_bytes", r.all_reduce_bytes},
+                            {"largest_all_reduce_bytes", r.largest_all_reduce_bytes},
+                            {"head_gather_bytes", r.head_gather_bytes},
+                            {"collective_bytes_per_second", r.collective_bytes_per_second},
+                            {"compute_flops_per_second", r.compute_flops_per_second},
+                            {"predicted_collective_ms", r.collective_ms},
+                            {"predicted_rank_compute_ms", r.rank_compute_ms}};
+  }
   if (!r.adapter.empty()) {
     j["adapter"] = {{"path", r.adapter},
                     {"projections", r.adapter_projections},

@@ -348,3 +348,57 @@ TEST(StreamedWeights, LmaxGrowsWithTheWeightsInHostMemory) {
 
 }  // namespace
 }  // namespace mosaic
+
+namespace mosaic {
+namespace {
+
+// One rank of tensor parallelism, counted by hand for LLaDA-8B over 8 ranks at L = 4096: the
+// shard's weights (an eighth of q, k, v, o, gate, up and down, an eighth of the vocabulary's
+// embedding and head rows, the norms whole), the FFN peak with an eighth of gate and
+// up beside x, its norm and the down projection's partial, and the collectives' bytes.
+TEST(PlanStepTensorParallel, OneRanksWeightsActivationsAndCollectives) {
+  const int64_t L = 4096, M = L / 2, H = 4096, F = 12288, V = 126464, layers = 32;
+  PlanRequest request{.model = "llada-8b", .lengths = {L}, .candidates = {M}};
+  request.tensor_parallel = 8;
+  const PlanReport r = plan_step(request);
+  EXPECT_EQ(r.tensor_parallel, 8);
+  const uint64_t layer = 2ull * (4 * H * H / 8 + 3 * F * H / 8 + 2 * H);
+  EXPECT_EQ(r.weight_bytes, layers * layer + 2ull * (2 * V / 8 * H + H));
+  // The FFN's up projection: x, the norm output and an eighth of gate and up; the partial of the
+  // down projection follows the up's death (the planner reuses it).
+  EXPECT_EQ(r.lower_bound, 2ull * L * (H + H + F / 8 + F / 8) + 4ull * L + 4ull * M);
+  // The embedding's rows, then every layer's output and down projections over L rows, the last
+  // layer's over the candidates only.
+  EXPECT_EQ(r.all_reduces, 1 + 2 * layers);
+  EXPECT_EQ(r.all_reduce_bytes, 2ull * H * (L + 2 * (layers - 1) * L + 2 * M));
+  EXPECT_EQ(r.largest_all_reduce_bytes, 2ull * H * L);
+  EXPECT_EQ(r.head_gather_bytes, 4ull * M * 9);
+  // 2 (R - 1) / R of the reduced bytes at the bus bandwidth, plus the other ranks' summaries.
+  const double expected_ms = (2.0 * 7 / 8 * double(r.all_reduce_bytes) + 7.0 * double(r.head_gather_bytes)) / 360e9 * 1e3;
+  EXPECT_NEAR(r.collective_ms, expected_ms, 1e-9);
+  // The rank's decoder-layer flops by hand: an eighth of every product and head; the last layer's
+  // queries, output and FFN over the candidates only.
+  const double l = double(L), m = double(M), h = double(H), f = double(F);
+  const double full_layer = 2 * l * (4 * h * h + 3 * f * h) / 8 + 4 * l * l * h / 8;
+  const double last_layer = 2 * l * 2 * h * h / 8 + 2 * m * (2 * h * h + 3 * f * h) / 8 + 4 * m * l * h / 8;
+  EXPECT_NEAR(r.rank_compute_ms, ((layers - 1) * full_layer + last_layer) / 650e12 * 1e3, 1e-6);
+  const PlanReport one = plan_step({.model = "llada-8b", .lengths = {L}, .candidates = {M}});
+  EXPECT_LT(r.activation_peak, one.activation_peak);
+}
+
+TEST(PlanStepTensorParallel, RefusesWhatDoesNotSplitAndFitsARanksBudget) {
+  PlanRequest request{.model = "dream-7b", .lengths = {4096}, .candidates = {2048}};
+  request.tensor_parallel = 8;
+  EXPECT_THAT(error_of(request), HasSubstr("28 attention heads do not divide into 8"));
+  // A budget below one device's weights, above one rank's: the rank's plan fits it.
+  PlanRequest llada{.model = "llada-8b", .lengths = {32768}, .candidates = {16384}};
+  llada.budget = uint64_t{8} << 30;
+  EXPECT_THAT(error_of(llada), HasSubstr("exceed the budget"));
+  llada.tensor_parallel = 4;
+  const PlanReport r = plan_step(llada);
+  EXPECT_LE(r.total_bytes(), *llada.budget);
+  EXPECT_EQ(r.tensor_parallel, 4);
+}
+
+}  // namespace
+}  // namespace mosaic

@@ -11,6 +11,7 @@
 #include "core/printable.h"
 #include "graph/weight_staging.h"
 #include "mem/host_memory.h"
+#include "model/tensor_parallel.h"
 #include "mosaic/plan.h"
 #ifdef MOSAIC_HAVE_CUDA
 #include "backend/cuda/attention.h"
@@ -103,7 +104,13 @@ BackendChoice make_step_runner(const Model& model, const EngineOptions& options)
 #else
   const bool gpu_visible = false, cuda_runs_it = false;
 #endif
-  if (options.device == "cuda" || (options.device == "auto" && gpu_visible && cuda_runs_it)) {
+  if (options.tensor_parallel < 1)
+    fail("--tensor-parallel {}: the rank count must be at least 1", options.tensor_parallel);
+  const bool on_cuda = options.device == "cuda" || (options.device == "auto" && gpu_visible && cuda_runs_it);
+  if (on_cuda && options.tensor_parallel > 1)
+    fail("--tensor-parallel {} on CUDA: the NCCL ranks are not built yet; --device cpu runs the ranks as threads",
+         options.tensor_parallel);
+  if (on_cuda) {
 #ifdef MOSAIC_HAVE_CUDA
     if (!gpu_visible) fail("--device cuda: no CUDA device is visible");
     // No budget: the device memory free before the weights are uploaded, so that a step larger
@@ -126,16 +133,20 @@ BackendChoice make_step_runner(const Model& model, const EngineOptions& options)
     log(LogLevel::warn, "streamed layers {}: running on the CPU, which holds every weight in host memory already",
         options.streamed_layers);
   }
-  // No budget: the machine's memory (RAM, or the cgroup's limit).
-  const uint64_t weights = model.weights().bytes;
-  const uint64_t budget = options.budget ? *options.budget : host_memory_bytes();
+  // No budget: the machine's memory (RAM, or the cgroup's limit), shared by the ranks. A budget is
+  // each rank's, beside its shard of the weights.
+  const int64_t ranks = options.tensor_parallel;
+  if (ranks > 1) check_tensor_parallel(model.config(), ranks);
+  const uint64_t weights = ranks == 1 ? model.weights().bytes : TensorParallelShard(model, 0, ranks).weights().bytes;
+  const uint64_t budget = options.budget ? *options.budget : host_memory_bytes() / static_cast<uint64_t>(ranks);
   if (budget <= weights) {
     if (options.budget)
-      fail("the weights ({}) alone exceed the budget of {}", format_bytes(weights), format_bytes(budget));
+      fail("the weights ({}{}) alone exceed the budget of {}", format_bytes(weights),
+           ranks > 1 ? fmt::format(" a rank, of {} ranks", ranks) : std::string(), format_bytes(budget));
     fail("the weights ({}) alone exceed this machine's memory ({}); pass --budget to run anyway",
          format_bytes(weights), format_bytes(budget));
   }
-  auto runner = std::make_unique<CpuStepRunner>(model, budget - weights);
+  auto runner = std::make_unique<CpuStepRunner>(model, budget - weights, CpuStepRunner::kCpuCachePageRows, ranks);
   const StepMemorySetup memory = runner->memory_setup();
   return {std::move(runner), "cpu", memory, budget, weights, 0, 0};
 }

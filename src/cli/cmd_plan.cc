@@ -120,7 +120,18 @@ void print_prediction(const char* copy, double copy_ms, const char* compute, dou
 void print_report(const PlanOptions& o, const PlanReport& r) {
   fmt::print("model            {} ({}, {} layers, hidden {}, vocab {})\n", r.model, r.family, r.layers,
              r.hidden, r.vocab);
-  fmt::print("weights          {} ({})\n", gib(r.weight_bytes), r.weight_dtype);
+  fmt::print("weights          {} ({}{})\n", gib(r.weight_bytes), r.weight_dtype,
+             r.tensor_parallel > 1 ? fmt::format("; one rank's shard of {}", r.tensor_parallel) : std::string());
+  if (r.tensor_parallel > 1) {
+    fmt::print("tensor parallel  {} ranks, every figure below one rank's: heads, FFN columns and the vocabulary "
+               "split; {} all-reduces a step over {} (largest {}), {} of head summaries gathered\n",
+               r.tensor_parallel, r.all_reduces, gib(r.all_reduce_bytes), gib(r.largest_all_reduce_bytes),
+               gib(r.head_gather_bytes));
+    fmt::print("                 predicted at {:.0f} GB/s bus bandwidth and {:.0f} TFLOP/s: collectives {:.2f} ms, "
+               "a rank's decoder layers {:.2f} ms of compute a step ({:.0f}% of compute, if not overlapped)\n",
+               r.collective_bytes_per_second / 1e9, r.compute_flops_per_second / 1e12, r.collective_ms,
+               r.rank_compute_ms, r.rank_compute_ms > 0 ? 100.0 * r.collective_ms / r.rank_compute_ms : 0.0);
+  }
   if (r.streamed_layers > 0) {
     fmt::print("streamed         {} of {} layers' product weights in host memory ({}; {} stay on the device), "
                "staged one layer ahead ({} a layer); CUDA engines: --streamed-layers {}\n",
@@ -232,6 +243,15 @@ Action register_plan(CLI::App& app) {
   command->add_option_function<double>(
       "--compute-rate", [o](double tflops) { o->request.compute_flops_per_second = tflops * 1e12; },
       "TFLOP/s the compute predictions use (default 650: LLaDA-8B's long steps on the H200)");
+  command->add_option("--tensor-parallel", o->request.tensor_parallel,
+                      "Plan one rank of N tensor-parallel ranks (heads, FFN columns and vocabulary split; --budget "
+                      "is each rank's)")
+      ->check(CLI::Range(int64_t{1}, int64_t{64}))
+      ->default_val(1);
+  command->add_option_function<double>(
+      "--collective-bandwidth", [o](double gbs) { o->request.collective_bytes_per_second = gbs * 1e9; },
+      "All-reduce bus bandwidth in GB/s the collective predictions use (default 360: assumed for NVLink "
+      "between H200s, not measured)");
   command->add_option("--adapter", o->request.adapter,
                       "PEFT LoRA adapter folder merged at load: checked against the model, its fp32 copies counted on the CPU");
   return [o] { return run_plan(*o); };

@@ -32,4 +32,10 @@ enum HeadStat : int {
   kHeadStatCount = 8,
 };
 
+// One tensor-parallel rank's fused head over its vocabulary rows (model/tensor_parallel.h): the
+// statistics above for its ids (global ids), then the chosen token's score (its logit, or the
+// logit / T plus its Gumbel noise), by which core/head_stats_combine.h picks across ranks.
+inline constexpr int kHeadChosenScore = kHeadStatCount;
+inline constexpr int kHeadPartialCount = kHeadStatCount + 1;
+
 }  // namespace mosaic

@@ -12,6 +12,7 @@
 #include "backend/cpu/norm.h"
 #include "backend/cpu/rope.h"
 #include "core/error.h"
+#include "core/head_stats_combine.h"
 #include "exec/moe_routing.h"
 #include "graph/weight_staging.h"
 
@@ -24,8 +25,9 @@ constexpr size_t kRoleCount = static_cast<size_t>(WeightRole::router_bias) + 1;
 
 }  // namespace
 
-CpuExecutor::CpuExecutor(const Model& model) : model_(model) {
-  const ModelWeights& w = model.weights();
+CpuExecutor::CpuExecutor(const ModelConfig& config, const ModelWeights& weights, TensorParallelRank rank)
+    : config_(config), weights_(weights), rank_(rank) {
+  const ModelWeights& w = weights;
   const size_t layers = w.layers.size();
   small_.assign(layers + 1, std::vector<std::vector<float>>(kRoleCount));
   auto convert = [](const WeightView& view) {
@@ -54,8 +56,12 @@ std::vector<float> CpuExecutor::run(const Graph& graph, const PlannedStep& plann
                                     const PackedBatch& batch, std::span<const HeadRowSampling> sampling,
                                     CpuKvCache* cache) const {
   const MemoryPlan& plan = planned.plan;
-  const ModelConfig& c = model_.config();
-  const ModelWeights& w = model_.weights();
+  const ModelConfig& c = config_;
+  const ModelWeights& w = weights_;
+  Communicator* const comm = rank_.communicator;
+  MOSAIC_ASSERT(graph.tensor_parallel == (comm != nullptr ? comm->ranks() : 1),
+                "a graph of {} tensor-parallel ranks on an executor of {}", graph.tensor_parallel,
+                comm != nullptr ? comm->ranks() : 1);
   MOSAIC_ASSERT(plan.offsets.size() == graph.tensors.size() &&
                     planned.graph.op_count() == graph.op_count(),
                 "plan and graph disagree in structure");
@@ -122,9 +128,34 @@ std::vector<float> CpuExecutor::run(const Graph& graph, const PlannedStep& plann
     if (op.rows == 0) continue;
     switch (op.kind) {
       case OpKind::embed:
-        cpu::embedding_gather(op.rows, c.hidden, i32(op.a), w.embedding.data, w.embedding.dtype,
+        if (comm != nullptr)  // this rank's vocabulary rows; the all-reduce after it adds the others'
+          cpu::embedding_gather_share(op.rows, c.hidden, i32(op.a), w.embedding.data, w.embedding.dtype,
+                                      rank_.vocab_begin, c.vocab, f32(op.out), cols(op.out));
+        else
+          cpu::embedding_gather(op.rows, c.hidden, i32(op.a), w.embedding.data, w.embedding.dtype,
+                                f32(op.out), cols(op.out));
+        break;
+      case OpKind::all_reduce: {
+        MOSAIC_ASSERT(comm != nullptr, "an all-reduce without ranks");
+        if (!op.accumulate) {  // whole rows in place
+          MOSAIC_ASSERT(cols(op.out) == c.hidden, "an all-reduce over part of a row");
+          comm->all_reduce_sum(f32(op.out), op.rows * c.hidden);
+          break;
+        }
+        MOSAIC_ASSERT(cols(op.a) == c.hidden, "a partial of {} columns", cols(op.a));
+        comm->all_reduce_sum(f32(op.a), op.rows * c.hidden);
+        cpu::add_inplace(op.rows, c.hidden, f32(op.out), cols(op.out), f32(op.a), cols(op.a));
+        break;
+      }
+      case OpKind::combine_head_stats: {
+        MOSAIC_ASSERT(comm != nullptr && cols(op.a) == kHeadPartialCount, "a head combine without ranks");
+        const size_t bytes = static_cast<size_t>(op.rows * kHeadPartialCount) * sizeof(float);
+        std::vector<float> every(static_cast<size_t>(comm->ranks() * op.rows * kHeadPartialCount));
+        comm->all_gather(f32(op.a), every.data(), bytes);
+        combine_head_partials(op.rows, comm->ranks(), every.data(), op.rows * kHeadPartialCount, kHeadPartialCount,
                               f32(op.out), cols(op.out));
         break;
+      }
       case OpKind::rms_norm: {
         const float* weight = small_weight(op.layer, op.weight).data();
         if (op.index.valid()) {  // gathered rows: the head's candidates
@@ -254,6 +285,13 @@ std::vector<float> CpuExecutor::run(const Graph& graph, const PlannedStep& plann
         break;
       }
       case OpKind::lm_head_stats:
+        if (comm != nullptr) {  // this rank's vocabulary rows, combined across ranks by the next op
+          cpu::lm_head_sample_share(op.rows, c.hidden, f32(op.a), cols(op.a), w.lm_head.data, w.lm_head.dtype,
+                                    rank_.vocab_begin, c.vocab,
+                                    sampling.empty() ? nullptr : sampling.data() + op.out.row, f32(op.out),
+                                    cols(op.out));
+          break;
+        }
         cpu::lm_head_sample(op.rows, c.hidden, f32(op.a), cols(op.a), w.lm_head.data,
                             w.lm_head.dtype, c.vocab,
                             sampling.empty() ? nullptr : sampling.data() + op.out.row, f32(op.out),

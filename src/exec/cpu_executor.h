@@ -8,6 +8,7 @@
 
 #include "backend/cpu/lm_head.h"
 
+#include "exec/communicator.h"
 #include "exec/forward_batch.h"
 #include "graph/graph.h"
 #include "mem/cpu_arena.h"
@@ -17,10 +18,20 @@
 
 namespace mosaic {
 
+// What a tensor-parallel rank's executor needs beside its shard (model/tensor_parallel.h): the
+// global id of its first vocabulary row and the communicator joining it to the other ranks.
+struct TensorParallelRank {
+  int64_t vocab_begin = 0;
+  Communicator* communicator = nullptr;
+};
+
 class CpuExecutor {
  public:
   // Converts the small per-layer vectors (norm weights, biases) to fp32 once.
-  explicit CpuExecutor(const Model& model);
+  explicit CpuExecutor(const Model& model) : CpuExecutor(model.config(), model.weights()) {}
+  // One rank of tensor parallelism: `config` and `weights` are its shard's; with no communicator,
+  // one device holding every weight.
+  CpuExecutor(const ModelConfig& config, const ModelWeights& weights, TensorParallelRank rank = {});
 
   // Runs `graph` with tensors at `planned`'s offsets in `arena` (grown to the plan's peak). The
   // plan may come from a larger bucket of the same structure: each tensor must fit its slot.
@@ -35,7 +46,9 @@ class CpuExecutor {
  private:
   const std::vector<float>& small_weight(int32_t layer, WeightRole role) const;
 
-  const Model& model_;
+  const ModelConfig& config_;
+  const ModelWeights& weights_;
+  TensorParallelRank rank_;
   // [layer][role] for norms and biases; global ones at index layers().
   std::vector<std::vector<std::vector<float>>> small_;
 };

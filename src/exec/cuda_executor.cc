@@ -646,6 +646,12 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
                                 static_cast<size_t>(op.rows) * graph.tensors[static_cast<size_t>(op.a.tensor)].row_bytes(),
                                 stream);
           break;
+        case OpKind::all_reduce:
+        case OpKind::combine_head_stats:
+          // make_step_runner refuses --tensor-parallel on CUDA before any graph of it is built.
+          MOSAIC_ASSERT(false, "the CUDA executor runs one device; {} joins tensor-parallel ranks",
+                        op_kind_name(op.kind));
+          break;
         case OpKind::moe_combine:
           cuda::moe_combine(op.rows, c.hidden, c.experts_per_token, address(op.out), cols(op.out), address(op.a),
                             cols(op.a), static_cast<const float*>(address(op.b)), i32(op.index), stream);

@@ -31,9 +31,11 @@ bool last_layer_candidates_only_from_environment() {
   return setting == nullptr || std::string_view(setting) != "0";
 }
 
-GraphOptions graph_options(DType activations, HeadMode head, uint64_t head_scratch_per_row = 0) {
+GraphOptions graph_options(DType activations, HeadMode head, uint64_t head_scratch_per_row = 0,
+                           int64_t tensor_parallel = 1) {
   GraphOptions options;
   options.activations = activations, options.head = head;
+  options.tensor_parallel = tensor_parallel;
   options.head_scratch_per_row = head_scratch_per_row;
   options.last_layer_candidates_only = last_layer_candidates_only_from_environment();
   return options;
@@ -90,38 +92,38 @@ uint64_t kv_cache_bytes(const StepMemorySetup& setup, int64_t layers, int64_t pa
   return (region + granule - 1) / granule * granule * static_cast<uint64_t>(2 * layers);
 }
 
-CpuStepRunner::CpuStepRunner(const Model& model, std::optional<uint64_t> activation_budget, int64_t cache_page_rows)
+CpuStepRunner::CpuStepRunner(const Model& model, std::optional<uint64_t> activation_budget, int64_t cache_page_rows,
+                             int64_t tensor_parallel)
     : model_(model),
       activation_budget_(activation_budget),
-      logits_planner_(model.config(), graph_options(DType::f32, HeadMode::logits)),
-      stats_planner_(model.config(), graph_options(DType::f32, HeadMode::stats)),
-      executor_(model),
+      logits_planner_(model.config(), graph_options(DType::f32, HeadMode::logits, 0, tensor_parallel)),
+      stats_planner_(model.config(), graph_options(DType::f32, HeadMode::stats, 0, tensor_parallel)),
+      ranks_(model, tensor_parallel, cache_page_rows),
       chunker_(model.config(), kCpuGranule),
-      pages_(cache_page_rows),
-      cache_(model.config().layers, model.config().kv_dim(), cache_page_rows) {}
+      pages_(cache_page_rows) {}
 
 StepMemorySetup CpuStepRunner::memory_setup() const {
-  StepMemorySetup setup{stats_planner_.options(), logits_planner_.options(), model_.weights().bytes, kCpuGranule};
+  StepMemorySetup setup{stats_planner_.options(), logits_planner_.options(), ranks_.weight_bytes(), kCpuGranule};
   setup.cache_page_rows = pages_.page_rows();
-  setup.cache_page_bytes = cache_.page_bytes();
+  setup.cache_page_bytes = ranks_.cache_page_bytes();
   setup.cache_region_granule = 1;
   return setup;
 }
 
 std::optional<uint64_t> CpuStepRunner::arena_budget() const {
   if (!activation_budget_) return std::nullopt;
-  return *activation_budget_ - std::min(*activation_budget_, cache_.bytes());
+  return *activation_budget_ - std::min(*activation_budget_, ranks_.cache_bytes());
 }
 
 uint64_t CpuStepRunner::reserve_cache(int64_t positions) {
   std::lock_guard lock(mutex_);
   const int64_t pages = pages_.pages_for(positions);
-  const uint64_t needed = cache_.page_bytes() * static_cast<uint64_t>(pages_.high_water_after(pages));
+  const uint64_t needed = ranks_.cache_page_bytes() * static_cast<uint64_t>(pages_.high_water_after(pages));
   if (activation_budget_ && needed > *activation_budget_)
-    refuse_cache(positions, pages, needed, cache_.bytes(), *activation_budget_);
+    refuse_cache(positions, pages, needed, ranks_.cache_bytes(), *activation_budget_);
   const uint64_t id = pages_.reserve(pages);
   try {
-    cache_.resize(pages_.high_water());
+    ranks_.resize_caches(pages_.high_water());
   } catch (...) {
     pages_.release(id);
     throw;
@@ -132,12 +134,13 @@ uint64_t CpuStepRunner::reserve_cache(int64_t positions) {
 void CpuStepRunner::release_cache(uint64_t id) {
   std::lock_guard lock(mutex_);
   pages_.release(id);
-  cache_.resize(pages_.high_water());
+  ranks_.resize_caches(pages_.high_water());
 }
 
 KvCacheStats CpuStepRunner::cache_stats() const {
   std::lock_guard lock(mutex_);
-  return cache_stats_of(pages_, cache_.page_bytes(), cache_.pages(), cache_.bytes(), activation_budget_);
+  return cache_stats_of(pages_, ranks_.cache_page_bytes(), ranks_.cache_pages(), ranks_.cache_bytes(),
+                        activation_budget_);
 }
 
 StepOutput CpuStepRunner::run(const StepInput& input) {
@@ -156,13 +159,12 @@ StepOutput CpuStepRunner::run(const StepInput& input) {
   out.last_layer_over_candidates = last_layer_over_candidates(planner.options(), out.chunks);
   const Graph graph = planner.instantiate(shape, out.chunks);
   const auto planned = planner.plan(graph);
-  out.values = executor_.run(graph, *planned, arena_, packed,
-                             input.keep_logits ? std::span<const HeadRowSampling>() : input.sampling,
-                             cached ? &cache_ : nullptr);
+  out.values = ranks_.run(graph, *planned, packed,
+                          input.keep_logits ? std::span<const HeadRowSampling>() : input.sampling, cached);
   out.cols = input.keep_logits ? config.vocab : int64_t{kHeadStatCount};
   report_memory(*planned, graph, out);
   out.host_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  out.arena_bytes = arena_.size();
+  out.arena_bytes = ranks_.arena_bytes();
   return out;
 }
 

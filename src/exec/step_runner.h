@@ -19,7 +19,7 @@
 #include "chunk/chunk_search.h"
 #include "core/commit_rule.h"
 #include "core/head_sampling.h"
-#include "exec/cpu_executor.h"
+#include "exec/cpu_ranks.h"
 #include "exec/forward_batch.h"
 #include "exec/step_chunker.h"
 #include "model/model_weights.h"
@@ -117,9 +117,10 @@ class CpuStepRunner final : public StepRunner {
  public:
   // `activation_budget`: bytes allowed beside the weights, for the arena and the KV cache; steps
   // that exceed it are chunked lazily, steps that cannot fit fail with mosaic::Error. Unset:
-  // never chunk. `cache_page_rows`: positions a KV cache page holds.
+  // never chunk. `cache_page_rows`: positions a KV cache page holds. `tensor_parallel`: ranks that
+  // split the model (exec/cpu_ranks.h); the budget is then each rank's, beside its shard.
   explicit CpuStepRunner(const Model& model, std::optional<uint64_t> activation_budget = std::nullopt,
-                         int64_t cache_page_rows = kCpuCachePageRows);
+                         int64_t cache_page_rows = kCpuCachePageRows, int64_t tensor_parallel = 1);
 
   StepOutput run(const StepInput& input) override;
   StepMemorySetup memory_setup() const;
@@ -136,11 +137,9 @@ class CpuStepRunner final : public StepRunner {
   const Model& model_;
   std::optional<uint64_t> activation_budget_;
   StepPlanner logits_planner_, stats_planner_;
-  CpuExecutor executor_;
-  CpuArena arena_;
+  CpuRanks ranks_;
   StepChunker chunker_;
   KvPagePool pages_;
-  CpuKvCache cache_;
   mutable std::mutex mutex_;
 };
 

@@ -51,6 +51,8 @@ std::string_view op_kind_name(OpKind kind) {
     case OpKind::stage_weights: return "stage_weights";
     case OpKind::stage_rows: return "stage_rows";
     case OpKind::unstage_rows: return "unstage_rows";
+    case OpKind::all_reduce: return "all_reduce";
+    case OpKind::combine_head_stats: return "combine_head_stats";
   }
   return "?";
 }
@@ -91,6 +93,8 @@ std::string_view role_name(TensorRole role) {
     case TensorRole::expert_output: return "expert_output";
     case TensorRole::staged_weights: return "staged_weights";
     case TensorRole::residual_rows: return "x_rows";
+    case TensorRole::reduce_partial: return "partial";
+    case TensorRole::head_partials: return "head_partials";
   }
   return "?";
 }

@@ -59,6 +59,11 @@ enum class TensorRole : uint8_t {
   // Rows of a residual stream that lives in host memory (graph/residual_staging.h), staged into
   // the arena for the ops of one visit: [the visit's rows, hidden].
   residual_rows,
+  // Tensor parallelism (graph/tensor_parallel.h): a row-parallel projection's partial sums
+  // [rows, hidden] before they are all-reduced into x, and one rank's fused-head summaries
+  // [rows, kHeadPartialCount] before they are combined across ranks.
+  reduce_partial,
+  head_partials,
 };
 
 struct GraphTensor {
@@ -102,6 +107,9 @@ enum class OpKind : uint8_t {
   stage_weights,  // out (staged_weights of `layer`) = the layer's product weights, from host memory
   stage_rows,     // out (residual_rows) = rows [a.row, a.row + rows) of a host tensor (a), copied in
   unstage_rows,   // rows [out.row, out.row + rows) of a host tensor (out) = a (residual_rows), copied back
+  // Tensor parallelism (graph/tensor_parallel.h), collectives over every rank:
+  all_reduce,          // rows of out = their sum over the ranks; with `accumulate`, out += the ranks' sum of a
+  combine_head_stats,  // out head_stats rows = every rank's a (head_partials) combined (core/head_stats_combine.h)
 };
 
 struct TensorRef {
@@ -150,6 +158,9 @@ struct Graph {
   ChunkConfig chunks;
   // Bytes per element of the staged weights (graph/weight_staging.h); 0 when nothing is staged.
   size_t staged_weight_bytes = 0;
+  // The ranks of tensor parallelism this graph is one rank's step of (graph/tensor_parallel.h): its
+  // tensors have the shard's widths, its collectives join the ranks. 1: one device, no collectives.
+  int64_t tensor_parallel = 1;
 
   bool cached() const { return kv_rows >= 0; }
   // Bytes of the resident tensors (the cache pages of this step's sequences).

@@ -33,7 +33,7 @@ void GraphBuilder::op(GraphOp op) {
   const int32_t index = graph_.op_count();
   MOSAIC_ASSERT(op.out.valid(), "op {} has no output", index);
   const bool in_place = op.kind == OpKind::rope || op.kind == OpKind::swiglu || op.kind == OpKind::head_norm ||
-                        op.kind == OpKind::moe_combine || op.accumulate;
+                        op.kind == OpKind::moe_combine || op.kind == OpKind::all_reduce || op.accumulate;
   if (in_place) read(op.out, index);
   for (const TensorRef* input : {&op.a, &op.b, &op.c, &op.index, &op.staged}) read(*input, index);
   write(op.out, index);

@@ -1,7 +1,9 @@
 #include "graph/step_graph.h"
 
 #include "core/error.h"
+#include "model/tensor_parallel.h"
 #include "graph/residual_staging.h"
+#include "graph/tensor_parallel.h"
 #include "graph/weight_staging.h"
 
 namespace mosaic {
@@ -61,11 +63,18 @@ Graph instantiate_step_graph(const ModelConfig& config, const StepShape& shape,
     case Family::dream:
     case Family::llada_moe:
     case Family::llada2: {
-      Graph graph = shape.is_cached() ? build_cached_decoder_graph(config, shape, chunks, options)
-                                      : build_dense_decoder_graph(config, shape, chunks, options);
+      // Under tensor parallelism the template runs over one rank's shard (model/tensor_parallel.h).
+      const int64_t ranks = options.tensor_parallel;
+      const ModelConfig rank_config = ranks == 1 ? config : tensor_parallel_config(config, ranks);
+      if (ranks > 1 && chunks.residual_in_host)
+        fail("tensor parallelism over {} ranks with the residual stream in host memory: not supported (each rank "
+             "holds its residual rows on its device)", ranks);
+      Graph graph = shape.is_cached() ? build_cached_decoder_graph(rank_config, shape, chunks, options)
+                                      : build_dense_decoder_graph(rank_config, shape, chunks, options);
+      graph = insert_tensor_parallel_collectives(graph, ranks);
       if (chunks.residual_in_host) graph = stage_residual_rows(graph);
       if (options.streamed_layers.empty()) return graph;
-      return stage_layer_weights(graph, config, options.streamed_layers, options.staged_weight_bytes);
+      return stage_layer_weights(graph, rank_config, options.streamed_layers, options.staged_weight_bytes);
     }
   }
   fail("no step graph template for family {}", family_name(config.family));

@@ -101,6 +101,9 @@ struct GraphOptions {
   // backend's weight dtype). Empty: every weight resident.
   std::vector<int32_t> streamed_layers;
   size_t staged_weight_bytes = 2;
+  // Tensor parallelism over this many ranks (graph/tensor_parallel.h): the graph is one rank's, its
+  // widths the shard's (model/tensor_parallel.h), with the collectives that join the ranks. 1: none.
+  int64_t tensor_parallel = 1;
 };
 
 // Whether a step graph built with these options and chunks runs its last layer over the candidate

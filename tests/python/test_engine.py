@@ -135,3 +135,26 @@ def test_make_test_model_errors(tmp_path):
         mosaic.make_test_model(tmp_path / "m", family="gpt")
     with pytest.raises(FileNotFoundError, match="tokenizer.json not found"):
         mosaic.make_test_model(tmp_path / "m", tokenizer=tmp_path / "absent.json")
+
+
+def test_tensor_parallel_ranks_give_the_one_rank_results(models):
+    # 2 heads, FFN 96 and vocabulary 1024 split over 2 CPU ranks (threads): the same logits
+    # within fp32 rounding of the reordered sums, the same greedy tokens.
+    one = mosaic.Engine(models["llada"], device="cpu")
+    two = mosaic.Engine(models["llada"], device="cpu", tensor_parallel=2)
+    assert two.tensor_parallel == 2
+    ids = [3, 17, 999, 5, 42, 7]
+    want, got = one.forward(ids, [0, 2, 5]), two.forward(ids, [0, 2, 5])
+    assert got.shape == want.shape == (3, 1024)
+    assert abs(got - want).max() <= 1e-4 * abs(want).max()
+    request = dict(gen_length=8, block_length=8, steps=8)
+    assert two.generate([3, 17, 999], **request).output_ids == one.generate([3, 17, 999], **request).output_ids
+
+
+def test_tensor_parallel_refusals_name_the_value(models):
+    with pytest.raises(mosaic.Error, match="2 attention heads do not divide into 3 equal parts"):
+        mosaic.Engine(models["llada"], device="cpu", tensor_parallel=3)
+    with pytest.raises(ValueError, match="tensor_parallel must be >= 1"):
+        mosaic.Engine(models["llada"], device="cpu", tensor_parallel=0)
+    with pytest.raises(TypeError, match="tensor_parallel must be an int"):
+        mosaic.Engine(models["llada"], device="cpu", tensor_parallel="2")

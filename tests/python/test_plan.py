@@ -93,3 +93,19 @@ def test_bad_plan_arguments(keywords, error, fragment):
 def test_unknown_model_is_file_not_found():
     with pytest.raises(FileNotFoundError, match="not a preset"):
         mosaic.plan("llada-9b", seq_len=1024)
+
+
+def test_plan_of_one_tensor_parallel_rank():
+    one = mosaic.plan("llada-8b", seq_len=4096)
+    rank = mosaic.plan("llada-8b", seq_len=4096, tensor_parallel=8)
+    assert "tensor_parallel" not in one
+    assert rank["tensor_parallel"]["ranks"] == 8
+    assert rank["tensor_parallel"]["all_reduces"] == 65
+    assert rank["weight_bytes"] < one["weight_bytes"] / 7
+    assert rank["activation_peak_bytes"] < one["activation_peak_bytes"]
+    with pytest.raises(mosaic.Error, match="28 attention heads do not divide into 8"):
+        mosaic.plan("dream-7b", seq_len=4096, tensor_parallel=8)
+    with pytest.raises(ValueError, match="tensor_parallel must be positive"):
+        mosaic.plan("llada-8b", seq_len=4096, tensor_parallel=0)
+    # A rank's budget: LLaDA-8B's weights do not fit 8 GiB on one GPU, an eighth of them do.
+    assert mosaic.find_lmax("llada-8b", "8GiB", tensor_parallel=8)["l_max"] > 0

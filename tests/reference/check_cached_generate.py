@@ -107,6 +107,12 @@ CASES = [
       temperature=1.0, cache="dual", seed=10),
     L("llada_dual_stop_eot", **G16, block_length=4, steps=16, stop_at_eos=True,
       cache="dual", seed=1, eot_pick=("at", 6)),
+    # Tensor parallelism (docs/design/tensor-parallel.md): each rank caches its own heads' K/V.
+    L("llada_tp2_dual_t1", **G16, block_length=4, steps=16, temperature=1.0, cache="dual", seed=8,
+      mosaic_args=("--tensor-parallel", "2"), notes="2 ranks, dual cache"),
+    D("dream_tp2_prefix_entropy_t07", **G16, block_length=8, steps=16, alg="entropy",
+      temperature=0.7, cache="prefix", seed=5, mosaic_args=("--tensor-parallel", "2"),
+      notes="2 ranks, prefix cache, a key/value head each"),
     # LLaDA, full attention, cache auto = none (the effective mode is reported)
     L("llada_auto_cfg", **G16, block_length=8, steps=16, cfg_scale=1.5, cache="auto",
       seed=1, notes="auto on full attention = none; CFG allowed"),
@@ -186,6 +192,9 @@ CASES = [
       notes="P = 5, B = 4: blocks [5,8) .. [20,21)"),
     L("llada_absolute_none_p5", **G16, block_length=4, steps=15, cache="none",
       prompt_seed=203, seed=1, model="llada_absolute"),
+    L("llada_absolute_tp2_auto_p5", **G16, block_length=4, steps=15, cache="auto",
+      prompt_seed=203, seed=1, model="llada_absolute", mosaic_args=("--tensor-parallel", "2"),
+      notes="2 ranks, the exact block cache"),
     L("llada_absolute_auto_p8", prompts=(8,), **G16, block_length=4, steps=16,
       cache="auto", prompt_seed=204, seed=1, model="llada_absolute",
       notes="P a multiple of B"),

@@ -55,6 +55,7 @@ class Case:
     shards: int = 1
     notes: str = ""
     extra_args: tuple = ()  # further make-test-model flags (--tied, --qkv-bias, --rope-theta)
+    forward_args: tuple = ()  # further `mosaic forward` flags (--tensor-parallel N)
 
 
 CASES = [
@@ -93,6 +94,23 @@ CASES = [
          vocab=1025, dtype="fp32", seed=8,
          batches=[[(12, "all")]], extra_args=("--tied",),
          notes="tie_word_embeddings, 3 layers"),
+    # Tensor parallelism (docs/design/tensor-parallel.md): the ranks' shards, all-reduces and the
+    # vocabulary columns side by side must give the one-device logits.
+    Case("llada_tp2_batch", "llada", layers=2, hidden=64, heads=4, kv_heads=2, ffn=128,
+         vocab=1062, dtype="bf16", seed=9,
+         batches=[[(7, [6, 0, 3]), (1, [0]), (33, [32, 0, 15])], [(64, "all")]],
+         forward_args=("--tensor-parallel", "2"),
+         notes="2 ranks, 3 sequences in one call, ragged vocabulary tiles"),
+    Case("dream_tp4_shared_kv", "dream", layers=2, hidden=64, heads=4, kv_heads=2, ffn=96,
+         vocab=1112, dtype="fp32", seed=10,
+         batches=[[(2, [1, 0]), (33, [0, 1, 2, 32])]],
+         forward_args=("--tensor-parallel", "4"),
+         notes="4 ranks on 2 kv heads (pairs share one), biases, logit shift"),
+    Case("llada_tp4_tied_bias", "llada", layers=2, hidden=64, heads=4, kv_heads=4, ffn=96,
+         vocab=1032, dtype="bf16", seed=11,
+         batches=[[(19, "all"), (4, [3, 0])]],
+         extra_args=("--tied", "--qkv-bias"), forward_args=("--tensor-parallel", "4"),
+         notes="4 ranks, tied embedding split by vocabulary, q/k/v biases"),
 ]
 
 
@@ -151,9 +169,9 @@ def make_sequences(case, batch, rng):
     return seqs
 
 
-def mosaic_forward(mosaic, model_dir, seqs, out_path):
+def mosaic_forward(mosaic, model_dir, seqs, out_path, extra=()):
     """One `mosaic forward` call for the whole batch; returns its float32 logits."""
-    argv = [mosaic, "forward", "--model", model_dir]
+    argv = [mosaic, "forward", "--model", model_dir, *extra]
     for ids, rows in seqs:
         argv += ["--ids", ",".join(map(str, ids)), "--rows", ",".join(map(str, rows))]
     argv += ["--logits-out", out_path]
@@ -200,8 +218,8 @@ def run_case(mosaic, workdir, case, tol):
     worst, lines = 0.0, []
     for b, batch in enumerate(case.batches):
         seqs = make_sequences(case, batch, rng)
-        got = mosaic_forward(mosaic, model_dir, seqs, os.path.join(workdir,
-                                                                   f"{case.name}_{b}.npy"))
+        got = mosaic_forward(mosaic, model_dir, seqs,
+                             os.path.join(workdir, f"{case.name}_{b}.npy"), case.forward_args)
         err, failures = compare_batch(model, seqs, got, tol)
         worst = max(worst, err)
         if failures:

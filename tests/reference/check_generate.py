@@ -64,6 +64,7 @@ MODELS = {
     "llada_gqa": ModelSpec("llada", 2, 64, 4, 2, 96, 1037, "fp32", 12),
     "dream": ModelSpec("dream", 2, 64, 4, 2, 128, 1030, "bf16", 21),
     "dream_mqa": ModelSpec("dream", 2, 64, 4, 1, 96, 1041, "fp32", 22),
+    "llada_tp": ModelSpec("llada", 2, 64, 4, 2, 128, 1032, "bf16", 13),  # splits over 2 and 4 ranks
 }
 
 
@@ -86,12 +87,14 @@ class Case:
     eot_pick: tuple = None
     eot: int = None
     prompt_seed: int = None
+    mosaic_args: tuple = ()  # further `mosaic generate` flags (--tensor-parallel N)
 
 
 def L(name, prompts=(5,), notes="", **kw):
     """A LLaDA case on the default LLaDA model (model= to choose another)."""
     model = kw.pop("model", "llada")
-    picks = {k: kw.pop(k) for k in ("eos_pick", "eot_pick", "eot", "prompt_seed") if k in kw}
+    picks = {k: kw.pop(k) for k in ("eos_pick", "eot_pick", "eot", "prompt_seed", "mosaic_args")
+             if k in kw}
     return Case(name, model, list(prompts), kw, notes, **picks)
 
 
@@ -99,7 +102,8 @@ def D(name, prompts=(5,), notes="", **kw):
     """A Dream case on the default Dream model (model= to choose another)."""
     model = kw.pop("model", "dream")
     kw.setdefault("eps", 1e-3)
-    picks = {k: kw.pop(k) for k in ("eos_pick", "eot_pick", "eot", "prompt_seed") if k in kw}
+    picks = {k: kw.pop(k) for k in ("eos_pick", "eot_pick", "eot", "prompt_seed", "mosaic_args")
+             if k in kw}
     return Case(name, model, list(prompts), kw, notes, **picks)
 
 
@@ -186,6 +190,16 @@ CASES = [
       seed=9),
     D("dream_top_p_top_k_t0", **G16, steps=8, alg="topk_margin", top_p=0.05, top_k=4,
       seed=1, prompt_seed=1, notes="T = 0: filters change confidences only"),
+    # Tensor parallelism (docs/design/tensor-parallel.md): the ranks' combined head summaries
+    # commit what one device does; temperature > 0 draws each id's noise on the rank holding it.
+    L("llada_tp2_t0", prompts=(5, 9), **G16, block_length=8, steps=16, seed=1, model="llada_tp",
+      mosaic_args=("--tensor-parallel", "2"), notes="2 ranks, 2 prompts"),
+    L("llada_tp4_t1", **G16, block_length=8, steps=16, temperature=1.0, seed=17, model="llada_tp",
+      mosaic_args=("--tensor-parallel", "4"), notes="4 ranks, Gumbel-max across vocabulary shards"),
+    D("dream_tp2_entropy_t07", **G16, steps=16, alg="entropy", temperature=0.7, seed=5,
+      mosaic_args=("--tensor-parallel", "2"), notes="2 ranks, entropy from combined log-sum-exp"),
+    D("dream_tp2_top_p09", **G16, steps=8, alg="maskgit_plus", temperature=0.3, top_p=0.9, seed=8,
+      mosaic_args=("--tensor-parallel", "2"), notes="2 ranks, top-p from the ranks' logits side by side"),
     # Dream, schedule corners
     D("dream_steps_eq_tokens", gen_length=8, steps=8, alg="maskgit_plus", seed=1,
       notes="as many steps as positions, the most a request may ask for"),
@@ -450,7 +464,7 @@ def run_case(mosaic, workdir, case, models, reference_only, argv_of=None, compar
                         f"x0 may be the mask id); change the case's seed")
     if reference_only:
         return not warnings, summary, warnings
-    argv = argv_of(mosaic, model_dir, model.family, prompts, p, ids.eot)
+    argv = argv_of(mosaic, model_dir, model.family, prompts, p, ids.eot) + list(case.mosaic_args)
     out = run_command(argv)
     try:
         got = json.loads(out)

@@ -35,6 +35,21 @@ void embedding_gather(int64_t tokens, int64_t dim, const int32_t* ids, const voi
   }
 }
 
+void embedding_gather_share(int64_t tokens, int64_t dim, const int32_t* ids, const void* table, DType table_dtype,
+                            int64_t first_id, int64_t rows, float* out, int64_t out_stride) {
+  const int64_t row_bytes = dim * static_cast<int64_t>(dtype_size(table_dtype));
+#pragma omp parallel for schedule(static) if (tokens * dim >= kMinParallelElements)
+  for (int64_t t = 0; t < tokens; ++t) {
+    const int64_t row = ids[t] - first_id;
+    float* to = out + t * out_stride;
+    if (row < 0 || row >= rows) {
+      std::fill(to, to + dim, 0.0f);
+      continue;
+    }
+    widen_row(static_cast<const char*>(table) + row * row_bytes, table_dtype, dim, to);
+  }
+}
+
 void swiglu(int64_t rows, int64_t dim, float* gate, int64_t gate_stride, const float* up,
             int64_t up_stride) {
 #pragma omp parallel for schedule(static) if (rows * dim >= kMinParallelElements)

@@ -12,6 +12,12 @@ namespace mosaic::cpu {
 void embedding_gather(int64_t tokens, int64_t dim, const int32_t* ids, const void* table,
                       DType table_dtype, float* out, int64_t out_stride);
 
+// One tensor-parallel rank's share of the embedding: `table` holds rows [first_id, first_id + rows)
+// of the vocabulary; a token of another rank's ids gets a row of zeros (the ranks' all-reduce
+// then holds every token's row exactly, since the other ranks add zeros).
+void embedding_gather_share(int64_t tokens, int64_t dim, const int32_t* ids, const void* table, DType table_dtype,
+                            int64_t first_id, int64_t rows, float* out, int64_t out_stride);
+
 // gate[t, f] = silu(gate[t, f]) * up[t, f], silu(x) = x / (1 + exp(-x)). In place on gate.
 void swiglu(int64_t rows, int64_t dim, float* gate, int64_t gate_stride, const float* up,
             int64_t up_stride);

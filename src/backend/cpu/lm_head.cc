@@ -57,7 +57,7 @@ struct RowState {
     }
   }
 
-  void write(float* out, const HeadRowSampling& how) const {
+  void write(float* out, const HeadRowSampling& how, bool share) const {
     out[0] = static_cast<float>(chosen);
     out[1] = static_cast<float>(double(chosen_logit) * how.stats_scale);
     out[2] = static_cast<float>(max);
@@ -66,14 +66,13 @@ struct RowState {
     out[5] = static_cast<float>(sum_exp_s / sum_exp);
     out[6] = static_cast<float>(second);
     out[7] = static_cast<float>(second_id);
+    if (share) out[kHeadChosenScore] = static_cast<float>(best_score);
   }
 };
 
-}  // namespace
-
-void lm_head_sample(int64_t rows, int64_t hidden, const float* h, int64_t h_stride,
-                    const void* weight, DType weight_dtype, int64_t vocab,
-                    const HeadRowSampling* sampling, float* out, int64_t out_stride) {
+void sample_vocabulary(int64_t rows, int64_t hidden, const float* h, int64_t h_stride, const void* weight,
+                       DType weight_dtype, int64_t vocab_begin, int64_t vocab, const HeadRowSampling* sampling,
+                       float* out, int64_t out_stride, bool share) {
   constexpr int64_t kRowBlock = 128;  // bounds the tile scratch to 1 MiB
   const int64_t tile = std::min(kLmHeadVocabTile, vocab);
   std::vector<float> scratch(static_cast<size_t>(std::min(rows, kRowBlock) * tile));
@@ -93,11 +92,26 @@ void lm_head_sample(int64_t rows, int64_t hidden, const float* h, int64_t h_stri
       gemm_nt(args);
 #pragma omp parallel for schedule(static)
       for (int64_t r = 0; r < block; ++r)
-        running[r].fold(scratch.data() + r * width, v0, width, sampling ? sampling[r0 + r] : greedy);
+        running[r].fold(scratch.data() + r * width, vocab_begin + v0, width, sampling ? sampling[r0 + r] : greedy);
     }
     for (int64_t r = 0; r < block; ++r)
-      running[r].write(out + (r0 + r) * out_stride, sampling ? sampling[r0 + r] : greedy);
+      running[r].write(out + (r0 + r) * out_stride, sampling ? sampling[r0 + r] : greedy, share);
   }
+}
+
+}  // namespace
+
+void lm_head_sample(int64_t rows, int64_t hidden, const float* h, int64_t h_stride,
+                    const void* weight, DType weight_dtype, int64_t vocab,
+                    const HeadRowSampling* sampling, float* out, int64_t out_stride) {
+  sample_vocabulary(rows, hidden, h, h_stride, weight, weight_dtype, 0, vocab, sampling, out, out_stride, false);
+}
+
+void lm_head_sample_share(int64_t rows, int64_t hidden, const float* h, int64_t h_stride,
+                          const void* weight, DType weight_dtype, int64_t vocab_begin, int64_t vocab,
+                          const HeadRowSampling* sampling, float* out, int64_t out_stride) {
+  sample_vocabulary(rows, hidden, h, h_stride, weight, weight_dtype, vocab_begin, vocab, sampling, out, out_stride,
+                    true);
 }
 
 }  // namespace mosaic::cpu

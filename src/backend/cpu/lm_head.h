@@ -36,4 +36,12 @@ void lm_head_sample(int64_t rows, int64_t hidden, const float* h, int64_t h_stri
                     const void* weight, DType weight_dtype, int64_t vocab,
                     const HeadRowSampling* sampling, float* out, int64_t out_stride);
 
+// One tensor-parallel rank's share (model/tensor_parallel.h): `weight` holds the vocabulary rows
+// [vocab_begin, vocab_begin + vocab), ids, bans and noise are global, and each row gets
+// kHeadPartialCount values: the statistics above over its ids, then the chosen token's score
+// (-inf, chosen -1, when every id of the share is banned), for core/head_stats_combine.h.
+void lm_head_sample_share(int64_t rows, int64_t hidden, const float* h, int64_t h_stride,
+                          const void* weight, DType weight_dtype, int64_t vocab_begin, int64_t vocab,
+                          const HeadRowSampling* sampling, float* out, int64_t out_stride);
+
 }  // namespace mosaic::cpu
