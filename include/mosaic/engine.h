@@ -106,6 +106,11 @@ struct EngineOptions {
   // memory, and `budget` is each rank's. The model's heads, FFN width and vocabulary must divide
   // by it. 1: one device.
   int64_t tensor_parallel = 1;
+  // Context parallelism over this many ranks (docs/design/context-parallel.md): each rank holds the
+  // whole model and computes its share of the step's rows against every rank's keys and values.
+  // On the CPU the ranks are threads; `budget` is each rank's. Not with tensor parallelism or a KV
+  // cache yet. 1: one device.
+  int64_t context_parallel = 1;
 };
 
 struct GenerateRequest {

@@ -64,6 +64,10 @@ struct PlanRequest {
   // measured by Mosaic yet.
   int64_t tensor_parallel = 1;
   double collective_bytes_per_second = 360e9;
+  // Context parallelism over this many ranks (docs/design/context-parallel.md): the plan is the
+  // rank's that holds the most candidates (each sequence's candidates taken as its last rows, the
+  // generation after its prompt), the budget each rank's.
+  int64_t context_parallel = 1;
 };
 
 struct PlanCategoryBytes {
@@ -156,6 +160,12 @@ struct PlanReport {
   // the predicted collective time (ring all-reduce: 2 (R - 1) / R of the bytes over the bus
   // bandwidth) against the rank's compute at the request's rate.
   int64_t tensor_parallel = 1;
+  // Context parallelism (PlanRequest::context_parallel): the ranks, the plan's rank and the step's
+  // rows in all (`tokens` above are the rank's rows); per step the K and V gathers and the bytes
+  // they gather; collective_ms then predicts each rank receiving (R - 1) / R of them.
+  int64_t context_parallel = 1, context_rank = 0, context_tokens = 0;
+  int64_t all_gathers = 0;
+  uint64_t all_gather_bytes = 0;
   int64_t all_reduces = 0;
   uint64_t all_reduce_bytes = 0, largest_all_reduce_bytes = 0, head_gather_bytes = 0;
   double collective_bytes_per_second = 0, collective_ms = 0, rank_compute_ms = 0;

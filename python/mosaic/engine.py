@@ -33,13 +33,15 @@ class Engine:
     says how many); `mosaic plan --weights auto` names the N a step of a given length needs.
     tensor_parallel: split the model over N ranks (heads, FFN columns, vocabulary;
     docs/design/tensor-parallel.md); on the CPU the ranks are threads and budget is each rank's.
+    context_parallel: split each step's rows over N ranks holding the whole model
+    (docs/design/context-parallel.md; no KV cache yet).
 
     Missing files raise FileNotFoundError; damaged ones and invalid options mosaic.Error (a
     ValueError) with the engine's one-line message.
     """
 
     def __init__(self, model_dir, device="auto", budget=None, adapter=None, streamed_layers="auto",
-                 tensor_parallel=1):
+                 tensor_parallel=1, context_parallel=1):
         if not isinstance(model_dir, (str, bytes, os.PathLike)):
             raise TypeError(f"model_dir must be a path, got {type(model_dir).__name__}")
         self.model_dir = os.fspath(model_dir)
@@ -60,9 +62,15 @@ class Engine:
         if tensor_parallel < 1:
             raise ValueError(f"tensor_parallel must be >= 1, got {tensor_parallel}")
         self.tensor_parallel = tensor_parallel
+        if isinstance(context_parallel, bool) or not isinstance(context_parallel, int):
+            raise TypeError(f"context_parallel must be an int, got {context_parallel!r}")
+        if context_parallel < 1:
+            raise ValueError(f"context_parallel must be >= 1, got {context_parallel}")
+        self.context_parallel = context_parallel
         self._engine = _mosaic._Engine(os.fsencode(self.model_dir), kind, index, self.budget,
                                        None if self.adapter is None else os.fsencode(self.adapter),
-                                       -1 if streamed_layers == "auto" else streamed_layers, tensor_parallel)
+                                       -1 if streamed_layers == "auto" else streamed_layers, tensor_parallel,
+                                       context_parallel)
         self._info = self._engine.info
 
     # --- the model ------------------------------------------------------------------------
@@ -165,9 +173,10 @@ class Engine:
     def plan(self, seq_len=None, *, budget=None, device=None, **shape):
         """The memory plan of one step of this model as a dict (`mosaic plan --json`), for the
         engine's device and budget unless given. Shape options as mosaic.plan(): prompt_len,
-        masked, batch, chunks, dtype, head, planner, temperature, timeline; tensor_parallel is the
-        engine's unless given."""
+        masked, batch, chunks, dtype, head, planner, temperature, timeline; tensor_parallel and
+        context_parallel are the engine's unless given."""
         shape.setdefault("tensor_parallel", self.tensor_parallel)
+        shape.setdefault("context_parallel", self.context_parallel)
         return plan(self.model_dir, seq_len, budget=self.budget if budget is None else budget,
                     device=device or self.device, adapter=self.adapter, **shape)
 
@@ -177,6 +186,7 @@ class Engine:
         if budget is None:
             raise ValueError("find_lmax needs a budget (this engine was opened without one)")
         options.setdefault("tensor_parallel", self.tensor_parallel)
+        options.setdefault("context_parallel", self.context_parallel)
         return find_lmax(self.model_dir, budget, device=device or self.device, adapter=self.adapter, **options)
 
     def _require_tokenizer(self, advice="use token ids"):

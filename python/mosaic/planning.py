@@ -16,7 +16,8 @@ _CHUNK_GROUPS = ("qkv", "attention", "ffn", "head")
 
 def plan(model, seq_len=None, *, prompt_len=None, masked=None, batch=None, budget=None, chunks=None,
          device="cuda", dtype=None, head="stats", planner="best", temperature=0.0, timeline=False,
-         adapter=None, weights="device", residual="auto", tensor_parallel=1):
+         adapter=None, weights="device", residual="auto", tensor_parallel=1,
+         context_parallel=1):
     """Plans one step of `model` (a preset, "llada-8b" / "dream-7b" / "llada-moe-7b", or a model folder).
 
     The shape: `seq_len` tokens, or `batch`, a list of sequence lengths; each sequence has
@@ -34,6 +35,8 @@ def plan(model, seq_len=None, *, prompt_len=None, masked=None, batch=None, budge
     "residual" say what is in host memory and whether its copies hide under compute.
     `tensor_parallel`: plan one rank of N (docs/design/tensor-parallel.md; `budget` is each
     rank's); the report's "tensor_parallel" gives the rank's collectives and their predicted time.
+    `context_parallel`: plan the busiest of N ranks splitting the step's rows
+    (docs/design/context-parallel.md); the report's "context_parallel" says which and what it gathers.
     """
     if budget is not None and chunks is not None:
         raise ValueError("budget chooses the chunks itself: give budget or chunks, not both")
@@ -52,21 +55,24 @@ def plan(model, seq_len=None, *, prompt_len=None, masked=None, batch=None, budge
         budget=None if budget is None else parse_byte_size(budget), temperature=_number(temperature, "temperature"),
         planner=_str(planner, "planner"), timeline=bool(timeline), adapter=_adapter(adapter),
         weights=_str(weights, "weights"), residual=_str(residual, "residual"),
-        tensor_parallel=_positive_int(tensor_parallel, "tensor_parallel"))
+        tensor_parallel=_positive_int(tensor_parallel, "tensor_parallel"),
+        context_parallel=_positive_int(context_parallel, "context_parallel"))
     return json.loads(report)
 
 
 def find_lmax(model, budget, *, temperature=0.0, device="cuda", dtype=None, head="stats", planner="best",
-              timeline=False, adapter=None, weights="device", residual="auto", tensor_parallel=1):
+              timeline=False, adapter=None, weights="device", residual="auto", tensor_parallel=1,
+              context_parallel=1):
     """The longest L (a multiple of 1024; prompt L/2, the other L/2 masked) whose step fits
     `budget` (bytes or "24GiB"): {"l_max":, "at_l_max": the plan there, ...}. `weights`,
-    `residual` and `tensor_parallel` as for plan()."""
+    `residual`, `tensor_parallel` and `context_parallel` as for plan()."""
     report = _mosaic.find_lmax_json(
         model=_model_name(model), device=_str(device, "device"), activations=_str(dtype or "", "dtype"),
         head=_str(head, "head"), budget=parse_byte_size(budget), temperature=_number(temperature, "temperature"),
         planner=_str(planner, "planner"), timeline=bool(timeline), adapter=_adapter(adapter),
         weights=_str(weights, "weights"), residual=_str(residual, "residual"),
-        tensor_parallel=_positive_int(tensor_parallel, "tensor_parallel"))
+        tensor_parallel=_positive_int(tensor_parallel, "tensor_parallel"),
+        context_parallel=_positive_int(context_parallel, "context_parallel"))
     return json.loads(report)
 
 

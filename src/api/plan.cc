@@ -4,6 +4,7 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <utility>
 
@@ -11,6 +12,7 @@
 #include "core/error.h"
 #include "core/format_bytes.h"
 #include "exec/step_runner.h"
+#include "graph/context_parallel.h"
 #include "graph/step_graph.h"
 #include "graph/weight_staging.h"
 #include "model/tensor_parallel.h"
@@ -109,6 +111,14 @@ Setup setup_for(const PlanRequest& request) {
   if (!(request.collective_bytes_per_second > 0))
     fail("the collective bandwidth must be > 0 (got {} GB/s)", request.collective_bytes_per_second / 1e9);
   s.options.tensor_parallel = request.tensor_parallel;
+  if (request.context_parallel < 1)
+    fail("--context-parallel {}: the rank count must be at least 1", request.context_parallel);
+  s.options.context_parallel = request.context_parallel;
+  if (request.context_parallel > 1) {  // each rank's x stays on its device, as under tensor parallelism
+    if (request.residual == "host")
+      fail("--residual host with --context-parallel {}: not supported yet (expected --residual auto or device)",
+           request.context_parallel);
+  }
   // One rank's weights: its shard's tensors (model/tensor_parallel.h; the norms whole on each).
   const std::vector<WeightSpec> specs = family_weight_specs(
       request.tensor_parallel == 1 ? s.config : tensor_parallel_config(s.config, request.tensor_parallel));
@@ -129,6 +139,7 @@ Setup setup_for(const PlanRequest& request) {
   else if (request.residual == "auto") s.residual = request.device == "cuda" ? ResidualPlacement::fit : ResidualPlacement::device;
   else if (request.residual != "device")
     fail("residual '{}' is not a placement (expected device, host or auto)", request.residual);
+  if (request.context_parallel > 1) s.residual = ResidualPlacement::device;
   if (request.tensor_parallel > 1) {  // each rank's x stays on its device (graph/tensor_parallel.h)
     if (s.residual == ResidualPlacement::host)
       fail("--residual host with --tensor-parallel {}: a rank's residual stream stays on its device (expected "
@@ -250,9 +261,15 @@ OpCopy op_copy(const Graph& graph, const GraphOp& op) {
 void report_collectives(const Graph& graph, const ModelConfig& config, const PlanRequest& request,
                         PlanReport& report) {
   report.tensor_parallel = graph.tensor_parallel;
-  if (graph.tensor_parallel == 1) return;
-  const double ranks = static_cast<double>(graph.tensor_parallel);
+  report.context_parallel = graph.context_parallel;
+  if (graph.tensor_parallel == 1 && graph.context_parallel == 1) return;
+  const double ranks = static_cast<double>(graph.tensor_parallel * graph.context_parallel);
   for (const GraphOp& op : graph.ops) {
+    if (op.kind == OpKind::all_gather_rows) {
+      ++report.all_gathers;
+      report.all_gather_bytes += graph.tensors[static_cast<size_t>(op.out.tensor)].bytes();
+      continue;
+    }
     const uint64_t bytes = static_cast<uint64_t>(op.rows) * graph.tensors[static_cast<size_t>(op.out.tensor)].row_bytes();
     if (op.kind == OpKind::all_reduce) {
       ++report.all_reduces;
@@ -268,7 +285,8 @@ void report_collectives(const Graph& graph, const ModelConfig& config, const Pla
   // A ring all-reduce moves 2 (R - 1) / R of its bytes through each rank's link; an all-gather
   // (R - 1) / R of the gathered bytes.
   report.collective_ms = (2 * (ranks - 1) / ranks * double(report.all_reduce_bytes) +
-                          (ranks - 1) * double(report.head_gather_bytes)) /
+                          (ranks - 1) * double(report.head_gather_bytes) +
+                          (ranks - 1) / ranks * double(report.all_gather_bytes)) /
                          request.collective_bytes_per_second * 1e3;
   report.rank_compute_ms = flops / request.compute_flops_per_second * 1e3;
 }
@@ -411,8 +429,42 @@ PlanReport report_for(const PlanRequest& request, const Setup& s, const PlannedS
 
 // The step's shape: the full step, or with cached rows the cached step of the last rows of each
 // sequence against a KV cache holding it all (the pages numbered in order, sequence after sequence).
-StepShape shape_for(const PlanRequest& request, const Setup& s) {
+// Under context parallelism (graph/context_parallel.h), the shape of the rank that holds the most
+// candidates, each sequence's taken as its last rows; its rank goes into s.options.
+StepShape context_rank_shape(StepShape shape, Setup& s) {
+  const int64_t ranks = s.options.context_parallel;
+  if (ranks == 1) return shape;
+  if (shape.is_cached()) fail("--context-parallel {}: a cached step is not supported yet", ranks);
+  const int64_t rows = context_parallel_rows(shape.tokens(), ranks);
+  std::vector<std::vector<int64_t>> counts(static_cast<size_t>(ranks), std::vector<int64_t>(shape.lengths.size()));
+  int64_t offset = 0;
+  for (size_t i = 0; i < shape.lengths.size(); ++i) {
+    for (int64_t row = offset + shape.lengths[i] - shape.candidates[i]; row < offset + shape.lengths[i]; ++row)
+      ++counts[static_cast<size_t>(row / rows)][i];
+    offset += shape.lengths[i];
+  }
+  size_t widest = 0;
+  auto total = [&](size_t r) { return std::accumulate(counts[r].begin(), counts[r].end(), int64_t{0}); };
+  for (size_t r = 1; r < counts.size(); ++r)
+    if (total(r) > total(widest)) widest = r;
+  shape.candidates = counts[widest];
+  s.options.context_rank = static_cast<int64_t>(widest);
+  return shape;
+}
+
+StepShape shape_for(const PlanRequest& request, Setup& s) {
   StepShape shape{request.lengths, request.candidates};
+  if (request.context_parallel > 1) {
+    if (!request.cached_rows.empty()) fail("--context-parallel {}: a cached step is not supported yet",
+                                           request.context_parallel);
+    for (size_t i = 0; i < shape.lengths.size() && i < shape.candidates.size(); ++i)
+      if (shape.candidates[i] < 0 || shape.candidates[i] > shape.lengths[i])
+        fail("sequence {}: {} candidate rows for {} tokens (need 0 <= M <= L)", i, shape.candidates[i],
+             shape.lengths[i]);
+    if (shape.candidates.size() != shape.lengths.size())
+      fail("{} candidate counts for {} sequences", shape.candidates.size(), shape.lengths.size());
+    return context_rank_shape(std::move(shape), s);
+  }
   if (request.cached_rows.empty()) return shape;
   if (request.cached_rows.size() != request.lengths.size())
     fail("{} cached row counts for {} sequences", request.cached_rows.size(), request.lengths.size());
@@ -485,6 +537,7 @@ PlanReport plan_step(const PlanRequest& request) {
     const PlannedStep step = plan_graph(instantiate_step_graph(s.config, shape, chunks, s.options), s.planner);
     PlanReport report = report_for(request, s, step, ms_since(start));
     report.sequences = static_cast<int64_t>(shape.lengths.size());
+    report.context_rank = s.options.context_rank, report.context_tokens = shape.tokens();
     return report;
   }
   instantiate_step_graph(s.config, shape, {}, s.options);  // shape errors before budget errors
@@ -510,6 +563,7 @@ PlanReport plan_step(const PlanRequest& request) {
          gib(result.floor));
   PlanReport report = report_for(request, s, *result.planned, search_ms);
   report.sequences = static_cast<int64_t>(shape.lengths.size());
+  report.context_rank = s.options.context_rank, report.context_tokens = shape.tokens();
   report.chunk_probes = result.probes;
   report.chunk_search_ms = search_ms;
   for (const ChunkSearchStep& step : result.steps)
@@ -531,6 +585,12 @@ LmaxReport find_lmax(const PlanRequest& request) {
   // whose bucket does not fit would be refused by the runner, so it is not an L_max.
   auto fits = [&](int64_t L) {
     ++out.steps_tried;
+    if (s.options.context_parallel > 1) {  // a rank's rows, bucketed as its runner does
+      const int64_t ranks = s.options.context_parallel;
+      const int64_t tokens = bucket_rows(context_parallel_rows(L, ranks)) * ranks;
+      const StepShape rank = context_rank_shape(StepShape{{tokens}, {tokens - tokens / 2}}, s);
+      return search(s, rank, *request.budget).fits;
+    }
     const int64_t tokens = bucket_rows(L), candidates = std::min(bucket_rows(L - L / 2), tokens);
     return search(s, StepShape{{tokens}, {candidates}}, *request.budget).fits;
   };

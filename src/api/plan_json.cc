@@ -49,6 +49,18 @@ nlohmann::ordered_json report_document(const PlanReport& r, bool with_timeline) 
                             {"predicted_collective_ms", r.collective_ms},
                             {"predicted_rank_compute_ms", r.rank_compute_ms}};
   }
+  if (r.context_parallel > 1) {
+    j["context_parallel"] = {{"ranks", r.context_parallel},
+                             {"rank", r.context_rank},
+                             {"rank_tokens", r.tokens},
+                             {"step_tokens", r.context_tokens},
+                             {"all_gathers", r.all_gathers},
+                             {"all_gather_bytes", r.all_gather_bytes},
+                             {"collective_bytes_per_second", r.collective_bytes_per_second},
+                             {"compute_flops_per_second", r.compute_flops_per_second},
+                             {"predicted_collective_ms", r.collective_ms},
+                             {"predicted_rank_compute_ms", r.rank_compute_ms}};
+  }
   if (!r.adapter.empty()) {
     j["adapter"] = {{"path", r.adapter},
                     {"projections", r.adapter_projections},

@@ -402,3 +402,37 @@ TEST(PlanStepTensorParallel, RefusesWhatDoesNotSplitAndFitsARanksBudget) {
 
 }  // namespace
 }  // namespace mosaic
+
+namespace mosaic {
+namespace {
+
+// The busiest context-parallel rank of LLaDA-8B at L = 32,768 over 8 ranks, by hand: it holds
+// 4,096 rows, all of them candidates (the generation's half lies on ranks 4 to 7), and gathers a
+// layer's K and V over all 32,768 rows.
+TEST(PlanStepContextParallel, TheBusiestRanksRowsAndGathers) {
+  const int64_t L = 32768, S = L / 8, H = 4096, layers = 32;
+  PlanRequest request{.model = "llada-8b", .lengths = {L}, .candidates = {L / 2}};
+  request.context_parallel = 8;
+  const PlanReport r = plan_step(request);
+  EXPECT_EQ(r.context_parallel, 8);
+  EXPECT_EQ(r.context_rank, 4);
+  EXPECT_EQ(r.tokens, S);
+  EXPECT_EQ(r.candidates, S);
+  EXPECT_EQ(r.context_tokens, L);
+  EXPECT_EQ(r.all_gathers, 2 * layers);
+  EXPECT_EQ(r.all_gather_bytes, 2ull * layers * L * H * 2);
+  EXPECT_NEAR(r.collective_ms, 7.0 / 8 * double(r.all_gather_bytes) / 360e9 * 1e3, 1e-9);
+  // Every rank holds the whole model.
+  const PlanReport one = plan_step({.model = "llada-8b", .lengths = {L}, .candidates = {L / 2}});
+  EXPECT_EQ(r.weight_bytes, one.weight_bytes);
+  EXPECT_LT(r.activation_peak, one.activation_peak);
+}
+
+TEST(PlanStepContextParallel, RefusesTheCachedStep) {
+  PlanRequest request{.model = "llada-8b", .lengths = {4096}, .candidates = {32}, .cached_rows = {32}};
+  request.context_parallel = 2;
+  EXPECT_THAT(error_of(request), HasSubstr("a cached step is not supported yet"));
+}
+
+}  // namespace
+}  // namespace mosaic

@@ -106,10 +106,12 @@ BackendChoice make_step_runner(const Model& model, const EngineOptions& options)
 #endif
   if (options.tensor_parallel < 1)
     fail("--tensor-parallel {}: the rank count must be at least 1", options.tensor_parallel);
+  if (options.context_parallel < 1)
+    fail("--context-parallel {}: the rank count must be at least 1", options.context_parallel);
   const bool on_cuda = options.device == "cuda" || (options.device == "auto" && gpu_visible && cuda_runs_it);
-  if (on_cuda && options.tensor_parallel > 1)
-    fail("--tensor-parallel {} on CUDA: the NCCL ranks are not built yet; --device cpu runs the ranks as threads",
-         options.tensor_parallel);
+  if (on_cuda && (options.tensor_parallel > 1 || options.context_parallel > 1))
+    fail("--{}-parallel {} on CUDA: the NCCL ranks are not built yet; --device cpu runs the ranks as threads",
+         options.tensor_parallel > 1 ? "tensor" : "context", std::max(options.tensor_parallel, options.context_parallel));
   if (on_cuda) {
 #ifdef MOSAIC_HAVE_CUDA
     if (!gpu_visible) fail("--device cuda: no CUDA device is visible");
@@ -135,9 +137,10 @@ BackendChoice make_step_runner(const Model& model, const EngineOptions& options)
   }
   // No budget: the machine's memory (RAM, or the cgroup's limit), shared by the ranks. A budget is
   // each rank's, beside its shard of the weights.
-  const int64_t ranks = options.tensor_parallel;
-  if (ranks > 1) check_tensor_parallel(model.config(), ranks);
-  const uint64_t weights = ranks == 1 ? model.weights().bytes : TensorParallelShard(model, 0, ranks).weights().bytes;
+  const int64_t tensor_ranks = options.tensor_parallel, ranks = tensor_ranks * options.context_parallel;
+  if (tensor_ranks > 1) check_tensor_parallel(model.config(), tensor_ranks);
+  const uint64_t weights =
+      tensor_ranks == 1 ? model.weights().bytes : TensorParallelShard(model, 0, tensor_ranks).weights().bytes;
   const uint64_t budget = options.budget ? *options.budget : host_memory_bytes() / static_cast<uint64_t>(ranks);
   if (budget <= weights) {
     if (options.budget)
@@ -146,7 +149,8 @@ BackendChoice make_step_runner(const Model& model, const EngineOptions& options)
     fail("the weights ({}) alone exceed this machine's memory ({}); pass --budget to run anyway",
          format_bytes(weights), format_bytes(budget));
   }
-  auto runner = std::make_unique<CpuStepRunner>(model, budget - weights, CpuStepRunner::kCpuCachePageRows, ranks);
+  auto runner = std::make_unique<CpuStepRunner>(model, budget - weights, CpuStepRunner::kCpuCachePageRows, tensor_ranks,
+                                                options.context_parallel);
   const StepMemorySetup memory = runner->memory_setup();
   return {std::move(runner), "cpu", memory, budget, weights, 0, 0};
 }

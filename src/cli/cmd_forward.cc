@@ -12,7 +12,7 @@
 #include "cli/logit_stats.h"
 #include "cli/npy.h"
 #include "cli/streamed_layers_flag.h"
-#include "cli/tensor_parallel_flag.h"
+#include "cli/parallel_flags.h"
 #include "core/error.h"
 #include "mosaic/engine.h"
 
@@ -30,6 +30,7 @@ struct ForwardOptions {
   std::string adapter;
   int64_t streamed_layers = kAutoStreamedLayers;  // the last N layers' weights in pinned host memory (CUDA)
   int64_t tensor_parallel = 1;  // ranks splitting the model (docs/design/tensor-parallel.md)
+  int64_t context_parallel = 1;  // ranks splitting a step's rows (docs/design/context-parallel.md)
   int64_t block_length = 0;
   std::vector<int64_t> prompt_lengths;
 };
@@ -68,6 +69,7 @@ int run_forward(const ForwardOptions& options) {
   if (!options.adapter.empty()) engine_options.adapter = options.adapter;
   engine_options.streamed_layers = options.streamed_layers;
   engine_options.tensor_parallel = options.tensor_parallel;
+  engine_options.context_parallel = options.context_parallel;
   const auto engine = Engine::open(options.model, engine_options);
   const ModelInfo& info = engine->info();
   const std::vector<SequenceInput> batch = build_batch(options, info);
@@ -140,6 +142,7 @@ Action register_forward(CLI::App& app) {
                       "PEFT LoRA adapter folder (adapter_config.json + adapter_model.safetensors), merged at load");
   add_streamed_layers_flag(command, options->streamed_layers);
   add_tensor_parallel_flag(command, options->tensor_parallel);
+  add_context_parallel_flag(command, options->context_parallel);
   command->add_option("--ids", options->ids,
                       "Token ids of one sequence, e.g. 1,2,3 (repeat for a batch)")
       ->required();

@@ -20,7 +20,7 @@
 #include "cli/list_parse.h"
 #include "cli/progress.h"
 #include "cli/streamed_layers_flag.h"
-#include "cli/tensor_parallel_flag.h"
+#include "cli/parallel_flags.h"
 #include "core/error.h"
 #include "mosaic/engine.h"
 #include "tokenizer/chat_template.h"
@@ -35,6 +35,7 @@ struct GenerateCliOptions {
   std::string adapter;  // PEFT LoRA folder merged at load
   int64_t streamed_layers = kAutoStreamedLayers;  // the last N layers' weights in pinned host memory (CUDA)
   int64_t tensor_parallel = 1;  // ranks splitting the model (docs/design/tensor-parallel.md)
+  int64_t context_parallel = 1;  // ranks splitting a step's rows (docs/design/context-parallel.md)
   std::string suffix;  // infilling: text after the generated span (docs/design/infilling.md)
   bool chat = false, json = false, visual = false, quiet = false, allow_long_context = false;
   GenerationOptions gen;
@@ -116,6 +117,7 @@ int run_generate(GenerateCliOptions& o) {
   if (!o.adapter.empty()) engine_options.adapter = o.adapter;
   engine_options.streamed_layers = o.streamed_layers;
   engine_options.tensor_parallel = o.tensor_parallel;
+  engine_options.context_parallel = o.context_parallel;
   if (o.model.empty()) o.model = builtin_model_dir().string();
   const auto engine = Engine::open(o.model, engine_options);
   GenerationOptions& gen = o.gen;
@@ -225,6 +227,7 @@ Action register_generate(CLI::App& app) {
                 "PEFT LoRA adapter folder (adapter_config.json + adapter_model.safetensors), merged at load");
   add_streamed_layers_flag(c, o->streamed_layers);
   add_tensor_parallel_flag(c, o->tensor_parallel);
+  add_context_parallel_flag(c, o->context_parallel);
   c->add_option("--prompt", o->prompts, "Prompt text (repeat for a batch); default: stdin");
   c->add_option("--prompt-file", o->prompt_file, "Read the prompt from a file");
   c->add_option("--ids", o->ids, "Prompt as token ids, e.g. 1,2,3 (repeat for a batch)");

@@ -122,6 +122,16 @@ void print_report(const PlanOptions& o, const PlanReport& r) {
              r.hidden, r.vocab);
   fmt::print("weights          {} ({}{})\n", gib(r.weight_bytes), r.weight_dtype,
              r.tensor_parallel > 1 ? fmt::format("; one rank's shard of {}", r.tensor_parallel) : std::string());
+  if (r.context_parallel > 1) {
+    fmt::print("context parallel {} ranks, every figure below rank {}'s (the one with the most candidates): {} of "
+               "the step's {} rows each, every rank's K and V gathered ({} gathers a step, {} gathered)\n",
+               r.context_parallel, r.context_rank, r.tokens, r.context_tokens, r.all_gathers,
+               gib(r.all_gather_bytes));
+    fmt::print("                 predicted at {:.0f} GB/s bus bandwidth and {:.0f} TFLOP/s: collectives {:.2f} ms, "
+               "a rank's decoder layers {:.2f} ms of compute a step ({:.0f}% of compute, if not overlapped)\n",
+               r.collective_bytes_per_second / 1e9, r.compute_flops_per_second / 1e12, r.collective_ms,
+               r.rank_compute_ms, r.rank_compute_ms > 0 ? 100.0 * r.collective_ms / r.rank_compute_ms : 0.0);
+  }
   if (r.tensor_parallel > 1) {
     fmt::print("tensor parallel  {} ranks, every figure below one rank's: heads, FFN columns and the vocabulary "
                "split; {} all-reduces a step over {} (largest {}), {} of head summaries gathered\n",
@@ -246,6 +256,11 @@ Action register_plan(CLI::App& app) {
   command->add_option("--tensor-parallel", o->request.tensor_parallel,
                       "Plan one rank of N tensor-parallel ranks (heads, FFN columns and vocabulary split; --budget "
                       "is each rank's)")
+      ->check(CLI::Range(int64_t{1}, int64_t{64}))
+      ->default_val(1);
+  command->add_option("--context-parallel", o->request.context_parallel,
+                      "Plan the busiest rank of N context-parallel ranks (each step's rows split, every rank's K and "
+                      "V gathered; --budget is each rank's)")
       ->check(CLI::Range(int64_t{1}, int64_t{64}))
       ->default_val(1);
   command->add_option_function<double>(

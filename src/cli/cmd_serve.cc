@@ -13,7 +13,7 @@
 #include "cli/commands.h"
 #include "cli/d2f_flags.h"
 #include "cli/streamed_layers_flag.h"
-#include "cli/tensor_parallel_flag.h"
+#include "cli/parallel_flags.h"
 #include "core/error.h"
 #include "mosaic/device.h"
 #include "mosaic/engine.h"
@@ -30,6 +30,7 @@ struct ServeCliOptions {
   int64_t gen_length = 128, steps = 0;
   int64_t streamed_layers = kAutoStreamedLayers;  // the last N layers' weights in pinned host memory (CUDA)
   int64_t tensor_parallel = 1;  // ranks splitting the model (docs/design/tensor-parallel.md)
+  int64_t context_parallel = 1;  // ranks splitting a step's rows (docs/design/context-parallel.md)
   bool no_access_log = false;
   D2fFlags d2f;  // serve --d2f: the default decoding of requests
 };
@@ -89,6 +90,7 @@ int run_serve(ServeCliOptions& o) {
   if (!o.adapter.empty()) engine_options.adapter = o.adapter;
   engine_options.streamed_layers = o.streamed_layers;
   engine_options.tensor_parallel = o.tensor_parallel;
+  engine_options.context_parallel = o.context_parallel;
   if (!o.budget.empty()) {
     engine_options.budget = parse_byte_size(o.budget, "--budget");
   } else if (o.device != "cpu") {
@@ -127,6 +129,7 @@ Action register_serve(CLI::App& app) {
                 "PEFT LoRA adapter folder (adapter_config.json + adapter_model.safetensors), merged at load");
   add_streamed_layers_flag(c, o->streamed_layers);
   add_tensor_parallel_flag(c, o->tensor_parallel);
+  add_context_parallel_flag(c, o->context_parallel);
   c->add_option("--model-name", o->model_name, "Name clients use (default: the folder's name)");
   c->add_option("--host", s.host, "Address to listen on")->default_val("127.0.0.1");
   c->add_option("--port", s.port, "Port (0: any free port)")->default_val(8000)->check(CLI::Range(0, 65535));

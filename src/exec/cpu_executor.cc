@@ -59,8 +59,8 @@ std::vector<float> CpuExecutor::run(const Graph& graph, const PlannedStep& plann
   const ModelConfig& c = config_;
   const ModelWeights& w = weights_;
   Communicator* const comm = rank_.communicator;
-  MOSAIC_ASSERT(graph.tensor_parallel == (comm != nullptr ? comm->ranks() : 1),
-                "a graph of {} tensor-parallel ranks on an executor of {}", graph.tensor_parallel,
+  MOSAIC_ASSERT(graph.tensor_parallel * graph.context_parallel == (comm != nullptr ? comm->ranks() : 1),
+                "a graph of {} x {} ranks on an executor of {}", graph.tensor_parallel, graph.context_parallel,
                 comm != nullptr ? comm->ranks() : 1);
   MOSAIC_ASSERT(plan.offsets.size() == graph.tensors.size() &&
                     planned.graph.op_count() == graph.op_count(),
@@ -128,7 +128,7 @@ std::vector<float> CpuExecutor::run(const Graph& graph, const PlannedStep& plann
     if (op.rows == 0) continue;
     switch (op.kind) {
       case OpKind::embed:
-        if (comm != nullptr)  // this rank's vocabulary rows; the all-reduce after it adds the others'
+        if (graph.tensor_parallel > 1)  // this rank's vocabulary rows; the all-reduce after it adds the others'
           cpu::embedding_gather_share(op.rows, c.hidden, i32(op.a), w.embedding.data, w.embedding.dtype,
                                       rank_.vocab_begin, c.vocab, f32(op.out), cols(op.out));
         else
@@ -145,6 +145,15 @@ std::vector<float> CpuExecutor::run(const Graph& graph, const PlannedStep& plann
         MOSAIC_ASSERT(cols(op.a) == c.hidden, "a partial of {} columns", cols(op.a));
         comm->all_reduce_sum(f32(op.a), op.rows * c.hidden);
         cpu::add_inplace(op.rows, c.hidden, f32(op.out), cols(op.out), f32(op.a), cols(op.a));
+        break;
+      }
+      case OpKind::all_gather_rows: {  // every rank's rows of K or V, rank by rank
+        MOSAIC_ASSERT(comm != nullptr, "a gather without ranks");
+        const GraphTensor& part = graph.tensors[static_cast<size_t>(op.a.tensor)];
+        MOSAIC_ASSERT(op.rows == part.rows && graph.tensors[static_cast<size_t>(op.out.tensor)].rows ==
+                                                  comm->ranks() * part.rows,
+                      "a gather of {} rows into {}", op.rows, graph.tensor_name(op.out.tensor));
+        comm->all_gather(address(op.a), address(op.out), part.bytes());
         break;
       }
       case OpKind::combine_head_stats: {
@@ -285,7 +294,7 @@ std::vector<float> CpuExecutor::run(const Graph& graph, const PlannedStep& plann
         break;
       }
       case OpKind::lm_head_stats:
-        if (comm != nullptr) {  // this rank's vocabulary rows, combined across ranks by the next op
+        if (graph.tensor_parallel > 1) {  // this rank's vocabulary rows, combined across ranks by the next op
           cpu::lm_head_sample_share(op.rows, c.hidden, f32(op.a), cols(op.a), w.lm_head.data, w.lm_head.dtype,
                                     rank_.vocab_begin, c.vocab,
                                     sampling.empty() ? nullptr : sampling.data() + op.out.row, f32(op.out),

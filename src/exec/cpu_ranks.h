@@ -1,11 +1,13 @@
-// The CPU runner's ranks (docs/design/tensor-parallel.md): one, holding the whole model, or R
-// tensor-parallel ranks, each a thread with its shard (model/tensor_parallel.h), its executor,
-// arena and KV cache, joined by a CpuThreadCommunicator. Every rank runs the same graph over the
-// same plan; the step's result is rank 0's (every rank holds the same statistics), or for
-// materialised logits the ranks' vocabulary columns side by side.
+// The CPU runner's ranks: one, holding the whole model; R tensor-parallel ranks
+// (docs/design/tensor-parallel.md), each a thread with its shard (model/tensor_parallel.h), its
+// executor, arena and KV cache, joined by a CpuThreadCommunicator, every rank running the same
+// graph over the same plan, the step's result rank 0's (every rank holds the same statistics), or
+// for materialised logits the ranks' vocabulary columns side by side; or R context-parallel ranks
+// (docs/design/context-parallel.md), each holding the whole model and running its own rows' graph.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -23,10 +25,19 @@
 
 namespace mosaic {
 
+// What one rank runs in a context-parallel step (its own graph, plan and rows).
+struct CpuRankStep {
+  const Graph* graph = nullptr;
+  const PlannedStep* planned = nullptr;
+  const PackedBatch* batch = nullptr;
+  std::span<const HeadRowSampling> sampling;
+};
+
 class CpuRanks {
  public:
-  // ranks == 1: the model itself; > 1: its shards (throws mosaic::Error when it cannot split).
-  CpuRanks(const Model& model, int64_t ranks, int64_t cache_page_rows);
+  // tensor_parallel > 1: the model's shards (throws mosaic::Error when it cannot split);
+  // context_parallel > 1: ranks each holding the whole model (not both at once); else one rank.
+  CpuRanks(const Model& model, int64_t tensor_parallel, int64_t context_parallel, int64_t cache_page_rows);
   ~CpuRanks();
 
   int64_t count() const { return static_cast<int64_t>(ranks_.size()); }
@@ -43,9 +54,13 @@ class CpuRanks {
   // the error names it. Logits come back [candidates, vocab] over the whole vocabulary.
   std::vector<float> run(const Graph& graph, const PlannedStep& planned, const PackedBatch& batch,
                          std::span<const HeadRowSampling> sampling, bool cached);
+  // A context-parallel step: rank r runs steps[r]; returns each rank's output tensor.
+  std::vector<std::vector<float>> run_parts(std::span<const CpuRankStep> steps);
 
  private:
   struct Rank;
+  // body(rank, r) on one thread per rank; a rank that throws ends the step on every rank.
+  std::vector<std::vector<float>> on_every_rank(const std::function<std::vector<float>(Rank&, int64_t)>& body);
   const Model& model_;
   std::unique_ptr<CpuThreadGroup> group_;  // joins the ranks; none for one rank
   std::vector<std::unique_ptr<Rank>> ranks_;

@@ -28,11 +28,11 @@ class CpuRanksTest : public ::testing::Test {
   }
   static void TearDownTestSuite() { delete model_; }
 
-  static StepOutput run(CpuStepRunner& runner, bool keep_logits = false) {
+  static StepOutput run(CpuStepRunner& runner, bool keep_logits = false, int length = 96) {
     std::mt19937 rng(4);
     static std::vector<int32_t> canvas;
     canvas.clear();
-    for (int p = 0; p < 96; ++p) canvas.push_back(static_cast<int32_t>(rng() % 1000));
+    for (int p = 0; p < length; ++p) canvas.push_back(static_cast<int32_t>(rng() % 1000));
     static const std::vector<int32_t> rows = {95, 3, 40, 41, 42, 60};
     StepInput input;
     input.sequences = {SequenceRows{canvas, rows}};
@@ -91,6 +91,46 @@ TEST_F(CpuRanksTest, EachRankHoldsItsShareOfTheWeights) {
   EXPECT_GT(share, whole / 4);  // the norms are on every rank
   EXPECT_LT(share, whole / 4 + whole / 50);
   EXPECT_EQ(four.memory_setup().cache_page_bytes, one.memory_setup().cache_page_bytes / 4);
+}
+
+}  // namespace
+}  // namespace mosaic
+
+namespace mosaic {
+namespace {
+
+class CpuContextRanksTest : public CpuRanksTest {};
+
+TEST_F(CpuContextRanksTest, RanksOfRowsPredictAsOneChunkedOrNot) {
+  CpuStepRunner one(*model_);
+  const StepOutput want = run(one);
+  CpuStepRunner three(*model_, std::nullopt, CpuStepRunner::kCpuCachePageRows, 1, 3);
+  const StepOutput unchunked = run(three);
+  EXPECT_EQ(unchunked.chunks.extra_chunks(), 0);
+  expect_same_predictions(unchunked, want);
+  // A rank holds a third of x, Q and the FFN rows, all of K and V.
+  EXPECT_LT(unchunked.planned_peak, want.planned_peak);
+  // A longer step under a rank's budget below its unchunked peak: chunked, the same predictions.
+  const StepOutput long_want = run(one, false, 768), long_unchunked = run(three, false, 768);
+  CpuStepRunner tight(*model_, long_unchunked.planned_peak * 95 / 100, CpuStepRunner::kCpuCachePageRows, 1, 3);
+  const StepOutput chunked = run(tight, false, 768);
+  EXPECT_GT(chunked.chunks.extra_chunks(), 0) << chunked.chunks.to_string();
+  expect_same_predictions(chunked, long_want);
+  const StepOutput logits_one = run(one, true), logits_three = run(three, true);
+  ASSERT_EQ(logits_three.values.size(), logits_one.values.size());
+  for (size_t i = 0; i < logits_one.values.size(); ++i)
+    EXPECT_NEAR(logits_three.values[i], logits_one.values[i], 1e-4 * (1 + std::abs(logits_one.values[i])));
+}
+
+TEST_F(CpuContextRanksTest, RefusesTheCacheAndTensorParallelismBesideIt) {
+  CpuStepRunner two(*model_, std::nullopt, CpuStepRunner::kCpuCachePageRows, 1, 2);
+  try {
+    two.reserve_cache(64);
+    FAIL() << "a cache under context parallelism";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("the KV cache is not supported with context parallelism yet"));
+  }
+  EXPECT_THROW(CpuStepRunner(*model_, std::nullopt, CpuStepRunner::kCpuCachePageRows, 2, 2), Error);
 }
 
 }  // namespace

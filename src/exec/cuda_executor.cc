@@ -648,8 +648,9 @@ CudaStepResult CudaExecutor::run(const Graph& graph, const PlannedStep& planned,
           break;
         case OpKind::all_reduce:
         case OpKind::combine_head_stats:
-          // make_step_runner refuses --tensor-parallel on CUDA before any graph of it is built.
-          MOSAIC_ASSERT(false, "the CUDA executor runs one device; {} joins tensor-parallel ranks",
+        case OpKind::all_gather_rows:
+          // make_step_runner refuses --tensor-parallel / --context-parallel on CUDA before any graph.
+          MOSAIC_ASSERT(false, "the CUDA executor runs one device; {} joins ranks",
                         op_kind_name(op.kind));
           break;
         case OpKind::moe_combine:

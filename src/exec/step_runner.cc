@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/format_bytes.h"
+#include "exec/context_parallel_batch.h"
 #include "exec/kv_cache_views.h"
 #include "exec/replay_padding.h"
 #include "plan/step_memory.h"
@@ -32,10 +33,11 @@ bool last_layer_candidates_only_from_environment() {
 }
 
 GraphOptions graph_options(DType activations, HeadMode head, uint64_t head_scratch_per_row = 0,
-                           int64_t tensor_parallel = 1) {
+                           int64_t tensor_parallel = 1, int64_t context_parallel = 1, int64_t context_rank = 0) {
   GraphOptions options;
   options.activations = activations, options.head = head;
   options.tensor_parallel = tensor_parallel;
+  options.context_parallel = context_parallel, options.context_rank = context_rank;
   options.head_scratch_per_row = head_scratch_per_row;
   options.last_layer_candidates_only = last_layer_candidates_only_from_environment();
   return options;
@@ -92,15 +94,27 @@ uint64_t kv_cache_bytes(const StepMemorySetup& setup, int64_t layers, int64_t pa
   return (region + granule - 1) / granule * granule * static_cast<uint64_t>(2 * layers);
 }
 
+struct CpuStepRunner::RankPlanners {
+  RankPlanners(const ModelConfig& config, int64_t ranks, int64_t rank)
+      : logits(config, graph_options(DType::f32, HeadMode::logits, 0, 1, ranks, rank)),
+        stats(config, graph_options(DType::f32, HeadMode::stats, 0, 1, ranks, rank)) {}
+  StepPlanner logits, stats;
+};
+
 CpuStepRunner::CpuStepRunner(const Model& model, std::optional<uint64_t> activation_budget, int64_t cache_page_rows,
-                             int64_t tensor_parallel)
+                             int64_t tensor_parallel, int64_t context_parallel)
     : model_(model),
       activation_budget_(activation_budget),
       logits_planner_(model.config(), graph_options(DType::f32, HeadMode::logits, 0, tensor_parallel)),
       stats_planner_(model.config(), graph_options(DType::f32, HeadMode::stats, 0, tensor_parallel)),
-      ranks_(model, tensor_parallel, cache_page_rows),
+      ranks_(model, tensor_parallel, context_parallel, cache_page_rows),
       chunker_(model.config(), kCpuGranule),
-      pages_(cache_page_rows) {}
+      pages_(cache_page_rows) {
+  for (int64_t r = 0; r < context_parallel && context_parallel > 1; ++r)
+    context_planners_.push_back(std::make_unique<RankPlanners>(model.config(), context_parallel, r));
+}
+
+CpuStepRunner::~CpuStepRunner() = default;
 
 StepMemorySetup CpuStepRunner::memory_setup() const {
   StepMemorySetup setup{stats_planner_.options(), logits_planner_.options(), ranks_.weight_bytes(), kCpuGranule};
@@ -116,6 +130,9 @@ std::optional<uint64_t> CpuStepRunner::arena_budget() const {
 }
 
 uint64_t CpuStepRunner::reserve_cache(int64_t positions) {
+  if (!context_planners_.empty())
+    fail("--context-parallel {}: the KV cache is not supported with context parallelism yet (expected --cache none)",
+         context_planners_.size());
   std::lock_guard lock(mutex_);
   const int64_t pages = pages_.pages_for(positions);
   const uint64_t needed = ranks_.cache_page_bytes() * static_cast<uint64_t>(pages_.high_water_after(pages));
@@ -144,9 +161,10 @@ KvCacheStats CpuStepRunner::cache_stats() const {
 }
 
 StepOutput CpuStepRunner::run(const StepInput& input) {
-  const auto start = std::chrono::steady_clock::now();
   MOSAIC_ASSERT(std::ranges::none_of(input.device_commit, [](const auto& rule) { return rule.has_value(); }),
                 "the CPU runner does not commit on the device");
+  if (!context_planners_.empty()) return run_context_parallel(input);
+  const auto start = std::chrono::steady_clock::now();
   const ModelConfig& config = model_.config();
   PackedBatch packed = pack_batch(config, input.sequences);
   StepShape shape = step_shape_of(config, input.sequences);
@@ -163,6 +181,51 @@ StepOutput CpuStepRunner::run(const StepInput& input) {
                           input.keep_logits ? std::span<const HeadRowSampling>() : input.sampling, cached);
   out.cols = input.keep_logits ? config.vocab : int64_t{kHeadStatCount};
   report_memory(*planned, graph, out);
+  out.host_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  out.arena_bytes = ranks_.arena_bytes();
+  return out;
+}
+
+// Each rank its rows and its candidates (exec/context_parallel_batch.h), one chunking for all
+// (chosen for the rank with the most candidates: the ranks' graphs differ only there), every
+// rank's predictions put back in the batch's order.
+StepOutput CpuStepRunner::run_context_parallel(const StepInput& input) {
+  const auto start = std::chrono::steady_clock::now();
+  const ModelConfig& config = model_.config();
+  MOSAIC_ASSERT(!cached_batch(input.sequences), "a cached step under context parallelism");
+  const PackedBatch packed = pack_batch(config, input.sequences);
+  const std::vector<ContextParallelPart> parts =
+      split_for_context_parallel(step_shape_of(config, input.sequences), packed, ranks_.count());
+  auto planner = [&](size_t r) -> StepPlanner& {
+    return input.keep_logits ? context_planners_[r]->logits : context_planners_[r]->stats;
+  };
+  size_t widest = 0;
+  for (size_t r = 0; r < parts.size(); ++r)
+    if (parts[r].shape.total_candidates() > parts[widest].shape.total_candidates()) widest = r;
+  std::lock_guard lock(mutex_);
+  StepOutput out;
+  out.chunks = chunker_.chunks_for(parts[widest].shape, planner(widest).options(), arena_budget());
+  out.last_layer_over_candidates = last_layer_over_candidates(planner(widest).options(), out.chunks);
+  std::vector<Graph> graphs;
+  std::vector<std::shared_ptr<const PlannedStep>> planned;
+  std::vector<std::vector<HeadRowSampling>> sampling(parts.size());
+  for (size_t r = 0; r < parts.size(); ++r) {
+    graphs.push_back(planner(r).instantiate(parts[r].shape, out.chunks));
+    planned.push_back(planner(r).plan(graphs.back()));
+    if (!input.keep_logits && !input.sampling.empty())
+      for (const int64_t c : parts[r].candidates) sampling[r].push_back(input.sampling[static_cast<size_t>(c)]);
+  }
+  std::vector<CpuRankStep> steps;
+  for (size_t r = 0; r < parts.size(); ++r) steps.push_back({&graphs[r], planned[r].get(), &parts[r].batch, sampling[r]});
+  const std::vector<std::vector<float>> results = ranks_.run_parts(steps);
+  out.cols = input.keep_logits ? config.vocab : int64_t{kHeadStatCount};
+  const size_t cols = static_cast<size_t>(out.cols);
+  out.values.resize(packed.logit_rows.size() * cols);
+  for (size_t r = 0; r < parts.size(); ++r)
+    for (size_t j = 0; j < parts[r].candidates.size(); ++j)
+      std::copy_n(results[r].begin() + static_cast<std::ptrdiff_t>(j * cols), cols,
+                  out.values.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(parts[r].candidates[j]) * cols));
+  report_memory(*planned[widest], graphs[widest], out);  // the rank that needs the most
   out.host_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   out.arena_bytes = ranks_.arena_bytes();
   return out;

@@ -119,8 +119,12 @@ class CpuStepRunner final : public StepRunner {
   // that exceed it are chunked lazily, steps that cannot fit fail with mosaic::Error. Unset:
   // never chunk. `cache_page_rows`: positions a KV cache page holds. `tensor_parallel`: ranks that
   // split the model (exec/cpu_ranks.h); the budget is then each rank's, beside its shard.
+  // `context_parallel`: ranks that split the step's rows (graph/context_parallel.h), each holding
+  // the whole model; the budget is each rank's. Not with a KV cache yet.
   explicit CpuStepRunner(const Model& model, std::optional<uint64_t> activation_budget = std::nullopt,
-                         int64_t cache_page_rows = kCpuCachePageRows, int64_t tensor_parallel = 1);
+                         int64_t cache_page_rows = kCpuCachePageRows, int64_t tensor_parallel = 1,
+                         int64_t context_parallel = 1);
+  ~CpuStepRunner() override;
 
   StepOutput run(const StepInput& input) override;
   StepMemorySetup memory_setup() const;
@@ -133,10 +137,14 @@ class CpuStepRunner final : public StepRunner {
 
  private:
   std::optional<uint64_t> arena_budget() const;  // the activation budget less the cache's bytes
+  StepOutput run_context_parallel(const StepInput& input);
 
   const Model& model_;
   std::optional<uint64_t> activation_budget_;
   StepPlanner logits_planner_, stats_planner_;
+  // Context parallelism: per rank, the planners of its graphs (logits, stats).
+  struct RankPlanners;
+  std::vector<std::unique_ptr<RankPlanners>> context_planners_;
   CpuRanks ranks_;
   StepChunker chunker_;
   KvPagePool pages_;

@@ -53,6 +53,7 @@ std::string_view op_kind_name(OpKind kind) {
     case OpKind::unstage_rows: return "unstage_rows";
     case OpKind::all_reduce: return "all_reduce";
     case OpKind::combine_head_stats: return "combine_head_stats";
+    case OpKind::all_gather_rows: return "all_gather_rows";
   }
   return "?";
 }
@@ -95,6 +96,8 @@ std::string_view role_name(TensorRole role) {
     case TensorRole::residual_rows: return "x_rows";
     case TensorRole::reduce_partial: return "partial";
     case TensorRole::head_partials: return "head_partials";
+    case TensorRole::k_rows: return "k_rows";
+    case TensorRole::v_rows: return "v_rows";
   }
   return "?";
 }

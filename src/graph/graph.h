@@ -64,6 +64,9 @@ enum class TensorRole : uint8_t {
   // [rows, kHeadPartialCount] before they are combined across ranks.
   reduce_partial,
   head_partials,
+  // Context parallelism (graph/context_parallel.h): a rank's own rows of a layer's K and V
+  // [rows per rank, kv_dim], before they are gathered into every rank's K and V.
+  k_rows, v_rows,
 };
 
 struct GraphTensor {
@@ -110,6 +113,7 @@ enum class OpKind : uint8_t {
   // Tensor parallelism (graph/tensor_parallel.h), collectives over every rank:
   all_reduce,          // rows of out = their sum over the ranks; with `accumulate`, out += the ranks' sum of a
   combine_head_stats,  // out head_stats rows = every rank's a (head_partials) combined (core/head_stats_combine.h)
+  all_gather_rows,     // out rows [k rows, (k + 1) rows) = rank k's a, for every rank k (context parallelism)
 };
 
 struct TensorRef {
@@ -161,6 +165,8 @@ struct Graph {
   // The ranks of tensor parallelism this graph is one rank's step of (graph/tensor_parallel.h): its
   // tensors have the shard's widths, its collectives join the ranks. 1: one device, no collectives.
   int64_t tensor_parallel = 1;
+  // The ranks of context parallelism this graph is one rank's step of (graph/context_parallel.h).
+  int64_t context_parallel = 1;
 
   bool cached() const { return kv_rows >= 0; }
   // Bytes of the resident tensors (the cache pages of this step's sequences).

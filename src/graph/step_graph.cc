@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "model/tensor_parallel.h"
+#include "graph/context_parallel.h"
 #include "graph/residual_staging.h"
 #include "graph/tensor_parallel.h"
 #include "graph/weight_staging.h"
@@ -69,8 +70,13 @@ Graph instantiate_step_graph(const ModelConfig& config, const StepShape& shape,
       if (ranks > 1 && chunks.residual_in_host)
         fail("tensor parallelism over {} ranks with the residual stream in host memory: not supported (each rank "
              "holds its residual rows on its device)", ranks);
-      Graph graph = shape.is_cached() ? build_cached_decoder_graph(rank_config, shape, chunks, options)
-                                      : build_dense_decoder_graph(rank_config, shape, chunks, options);
+      if (options.context_parallel > 1 && (ranks > 1 || chunks.residual_in_host || config.experts > 0))
+        fail("context parallelism over {} ranks {}: not supported yet", options.context_parallel,
+             ranks > 1 ? "with tensor parallelism" : chunks.residual_in_host ? "with the residual stream in host memory"
+                                                                              : "of a mixture-of-experts model");
+      Graph graph = options.context_parallel > 1 ? build_context_parallel_decoder_graph(config, shape, chunks, options)
+                    : shape.is_cached()          ? build_cached_decoder_graph(rank_config, shape, chunks, options)
+                                                 : build_dense_decoder_graph(rank_config, shape, chunks, options);
       graph = insert_tensor_parallel_collectives(graph, ranks);
       if (chunks.residual_in_host) graph = stage_residual_rows(graph);
       if (options.streamed_layers.empty()) return graph;

@@ -104,6 +104,11 @@ struct GraphOptions {
   // Tensor parallelism over this many ranks (graph/tensor_parallel.h): the graph is one rank's, its
   // widths the shard's (model/tensor_parallel.h), with the collectives that join the ranks. 1: none.
   int64_t tensor_parallel = 1;
+  // Context parallelism over this many ranks (graph/context_parallel.h): the graph is rank
+  // `context_rank`'s, over its rows of the packed batch, against every rank's keys and values. The
+  // shape's candidates are then the rank's own (those whose rows it holds). 1: none.
+  int64_t context_parallel = 1;
+  int64_t context_rank = 0;
 };
 
 // Whether a step graph built with these options and chunks runs its last layer over the candidate

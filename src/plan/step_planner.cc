@@ -74,7 +74,10 @@ std::shared_ptr<const PlannedStep> StepPlanner::plan(const Graph& graph) {
       return found->second;
     }
   }
-  const StepShape bucket = bucket_shape(tokens, candidates, graph.cached(), graph.kv_page_rows);
+  // A context-parallel rank's graph holds `tokens` rows of a batch R times as long
+  // (graph/context_parallel.h): its bucket is that batch, the rank's candidates its own.
+  const StepShape bucket =
+      bucket_shape(tokens * options_.context_parallel, candidates, graph.cached(), graph.kv_page_rows);
   auto planned = std::make_shared<const PlannedStep>(
       plan_graph(instantiate_step_graph(config_, bucket, chunks, options_), kind_));
   MOSAIC_ASSERT(planned->graph.tensors.size() == graph.tensors.size() &&

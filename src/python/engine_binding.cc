@@ -18,7 +18,7 @@ using IdArray = py::array_t<int32_t, py::array::c_style | py::array::forcecast>;
 std::unique_ptr<Engine> open_engine(const std::string& model_dir, const std::string& device,
                                     int cuda_device, std::optional<uint64_t> budget,
                                     std::optional<std::string> adapter, int64_t streamed_layers,
-                                    int64_t tensor_parallel) {
+                                    int64_t tensor_parallel, int64_t context_parallel) {
   EngineOptions options;
   options.device = device;
   options.cuda_device = cuda_device;
@@ -26,6 +26,7 @@ std::unique_ptr<Engine> open_engine(const std::string& model_dir, const std::str
   if (adapter) options.adapter = *adapter;
   options.streamed_layers = streamed_layers;
   options.tensor_parallel = tensor_parallel;
+  options.context_parallel = context_parallel;
   py::gil_scoped_release release;
   return Engine::open(model_dir, options);
 }
@@ -104,7 +105,7 @@ void bind_engine(py::module_& m) {
   engine.def(py::init(&open_engine), py::arg("model_dir"), py::arg("device") = "auto",
              py::arg("cuda_device") = 0, py::arg("budget") = std::nullopt,
              py::arg("adapter") = std::nullopt, py::arg("streamed_layers") = kAutoStreamedLayers,
-             py::arg("tensor_parallel") = 1)
+             py::arg("tensor_parallel") = 1, py::arg("context_parallel") = 1)
       .def_property_readonly("info", [](const Engine& e) { return info_dict(e.info()); })
       .def_property_readonly("has_tokenizer", &Engine::has_tokenizer)
       .def("forward", &forward, py::arg("ids"), py::arg("rows"),

@@ -17,9 +17,10 @@ namespace {
 PlanRequest make_request(std::string model, std::string device, std::string activations,
                          std::string head, std::optional<uint64_t> budget, double temperature,
                          std::string planner, std::string adapter, std::string weights, std::string residual,
-                         int64_t tensor_parallel) {
+                         int64_t tensor_parallel, int64_t context_parallel) {
   PlanRequest request;
   request.tensor_parallel = tensor_parallel;
+  request.context_parallel = context_parallel;
   request.weights = std::move(weights);
   request.residual = std::move(residual);
   request.model = std::move(model);
@@ -37,10 +38,11 @@ std::string plan_json(std::string model, std::vector<int64_t> lengths, std::vect
                       std::string device, std::string activations, std::string head,
                       std::array<int64_t, 4> chunks, std::optional<uint64_t> budget,
                       double temperature, std::string planner, bool timeline, std::string adapter,
-                      std::string weights, std::string residual, int64_t tensor_parallel) {
+                      std::string weights, std::string residual, int64_t tensor_parallel,
+                      int64_t context_parallel) {
   PlanRequest request = make_request(std::move(model), std::move(device), std::move(activations),
                                      std::move(head), budget, temperature, std::move(planner), std::move(adapter),
-                                     std::move(weights), std::move(residual), tensor_parallel);
+                                     std::move(weights), std::move(residual), tensor_parallel, context_parallel);
   request.lengths = std::move(lengths);
   request.candidates = std::move(candidates);
   request.qkv_chunks = chunks[0], request.attention_chunks = chunks[1];
@@ -52,11 +54,11 @@ std::string plan_json(std::string model, std::vector<int64_t> lengths, std::vect
 std::string find_lmax_json(std::string model, std::string device, std::string activations,
                            std::string head, uint64_t budget, double temperature, std::string planner,
                            bool timeline, std::string adapter, std::string weights, std::string residual,
-                           int64_t tensor_parallel) {
+                           int64_t tensor_parallel, int64_t context_parallel) {
   const PlanRequest request = make_request(std::move(model), std::move(device), std::move(activations),
                                            std::move(head), budget, temperature, std::move(planner),
                                            std::move(adapter), std::move(weights), std::move(residual),
-                                           tensor_parallel);
+                                           tensor_parallel, context_parallel);
   py::gil_scoped_release release;
   return lmax_report_json(find_lmax(request), request, timeline);
 }
@@ -68,11 +70,11 @@ void bind_plan(py::module_& m) {
         py::arg("candidates"), py::arg("device"), py::arg("activations"), py::arg("head"),
         py::arg("chunks"), py::arg("budget"), py::arg("temperature"), py::arg("planner"),
         py::arg("timeline"), py::arg("adapter") = "", py::arg("weights") = "device", py::arg("residual") = "auto",
-        py::arg("tensor_parallel") = 1);
+        py::arg("tensor_parallel") = 1, py::arg("context_parallel") = 1);
   m.def("find_lmax_json", &find_lmax_json, py::kw_only(), py::arg("model"), py::arg("device"),
         py::arg("activations"), py::arg("head"), py::arg("budget"), py::arg("temperature"),
         py::arg("planner"), py::arg("timeline"), py::arg("adapter") = "", py::arg("weights") = "device",
-        py::arg("residual") = "auto", py::arg("tensor_parallel") = 1);
+        py::arg("residual") = "auto", py::arg("tensor_parallel") = 1, py::arg("context_parallel") = 1);
 }
 
 }  // namespace mosaic::python

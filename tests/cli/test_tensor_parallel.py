@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""`--tensor-parallel N` (docs/design/tensor-parallel.md) through generate, serve, forward and plan:
+"""`--tensor-parallel N` and `--context-parallel N` (docs/design/tensor-parallel.md, context-parallel.md) through generate, serve, forward and plan:
 a rank count the model does not split into exits 1 with one line naming the dimension, a count
 below 1 is a usage error, and on the CPU the ranks generate what one rank does. The logits and
 generations against the NumPy reference are tests/reference (check_forward, check_generate,
@@ -70,6 +70,44 @@ class TensorParallel(unittest.TestCase):
         self.assertEqual(report["all_reduces"], 1 + 2 * 2)
         # x's 64 rows, then per layer the output and down projections' (32 candidate rows in the last).
         self.assertEqual(report["all_reduce_bytes"], 2 * 64 * (64 + 2 * 64 + 2 * 32))
+
+
+class ContextParallel(unittest.TestCase):
+    """`--context-parallel N`: the ranks' rows predict what one rank does; the KV cache and tensor
+    parallelism beside it are refused by name."""
+
+    @classmethod
+    def setUpClass(cls):
+        TensorParallel.setUpClass.__func__(cls)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def generate(self, *extra):
+        return run("generate", "--model", self.model, "--device", "cpu", "--ids", "1,2,3,4,5", "--gen-length", "8",
+                   "--steps", "8", "--quiet", "--json", *extra)
+
+    def test_ranks_generate_what_one_rank_does(self):
+        outputs = []
+        for extra in ((), ("--context-parallel", "3")):
+            status, out, err = self.generate(*extra)
+            self.assertEqual(status, 0, err)
+            outputs.append(json.loads(out)["results"][0]["output_ids"])
+        self.assertEqual(outputs[0], outputs[1])
+
+    def test_the_cache_and_tensor_parallelism_beside_it_are_refused(self):
+        status, _, err = self.generate("--context-parallel", "2", "--cache", "dual")
+        harness.assert_error(self, status, err, "the KV cache is not supported with context parallelism yet")
+        status, _, err = self.generate("--context-parallel", "2", "--tensor-parallel", "2")
+        harness.assert_error(self, status, err, "--tensor-parallel 2 with --context-parallel 2: not supported yet")
+
+    def test_plan_reports_the_busiest_ranks_gathers(self):
+        status, out, err = run("plan", "--model", self.model, "--seq-len", "64", "--context-parallel", "4", "--json")
+        self.assertEqual(status, 0, err)
+        report = json.loads(out)["context_parallel"]
+        self.assertEqual((report["ranks"], report["rank"], report["rank_tokens"]), (4, 2, 16))
+        self.assertEqual(report["all_gathers"], 2 * 2)
 
 
 if __name__ == "__main__":

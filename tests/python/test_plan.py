@@ -109,3 +109,17 @@ def test_plan_of_one_tensor_parallel_rank():
         mosaic.plan("llada-8b", seq_len=4096, tensor_parallel=0)
     # A rank's budget: LLaDA-8B's weights do not fit 8 GiB on one GPU, an eighth of them do.
     assert mosaic.find_lmax("llada-8b", "8GiB", tensor_parallel=8)["l_max"] > 0
+
+
+def test_plan_of_the_busiest_context_parallel_rank():
+    rank = mosaic.plan("llada-8b", seq_len=32768, context_parallel=8)["context_parallel"]
+    assert (rank["ranks"], rank["rank"], rank["rank_tokens"], rank["step_tokens"]) == (8, 4, 4096, 32768)
+    assert rank["all_gathers"] == 64
+
+
+def test_context_parallel_ranks_generate_what_one_rank_does(models):
+    one = mosaic.Engine(models["llada"], device="cpu")
+    three = mosaic.Engine(models["llada"], device="cpu", context_parallel=3)
+    request = dict(gen_length=8, block_length=8, steps=8)
+    assert three.generate([3, 17, 999, 4], **request).output_ids == one.generate([3, 17, 999, 4], **request).output_ids
+    assert three.plan(64)["context_parallel"]["ranks"] == 3

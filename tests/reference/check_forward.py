@@ -111,6 +111,18 @@ CASES = [
          batches=[[(19, "all"), (4, [3, 0])]],
          extra_args=("--tied", "--qkv-bias"), forward_args=("--tensor-parallel", "4"),
          notes="4 ranks, tied embedding split by vocabulary, q/k/v biases"),
+    # Context parallelism (docs/design/context-parallel.md): each rank's rows against every rank's
+    # keys and values, ghost rows past the batch's end, predictions put back in order.
+    Case("llada_cp3_batch", "llada", layers=2, hidden=96, heads=6, kv_heads=3, ffn=160,
+         vocab=1061, dtype="bf16", seed=12,
+         batches=[[(7, [6, 0, 3]), (1, [0]), (33, [32, 0, 15]), (2, [0, 1])], [(64, "all")], [(1, [0])]],
+         forward_args=("--context-parallel", "3"),
+         notes="3 ranks, sequences across rank boundaries, unsorted rows, L = 1 (ghost-only ranks)"),
+    Case("dream_cp2_shift", "dream", layers=2, hidden=64, heads=4, kv_heads=2, ffn=96,
+         vocab=1113, dtype="fp32", seed=13,
+         batches=[[(2, [1, 0]), (33, [0, 1, 2, 32])], [(12, "all")]],
+         forward_args=("--context-parallel", "2"),
+         notes="2 ranks, logit shift (row p - 1 may lie on the rank before)"),
 ]
 
 

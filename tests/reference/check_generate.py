@@ -200,6 +200,12 @@ CASES = [
       mosaic_args=("--tensor-parallel", "2"), notes="2 ranks, entropy from combined log-sum-exp"),
     D("dream_tp2_top_p09", **G16, steps=8, alg="maskgit_plus", temperature=0.3, top_p=0.9, seed=8,
       mosaic_args=("--tensor-parallel", "2"), notes="2 ranks, top-p from the ranks' logits side by side"),
+    # Context parallelism (docs/design/context-parallel.md): rows split over ranks, every rank
+    # gathering every rank's keys and values.
+    L("llada_cp3_t1", prompts=(5, 9), **G16, block_length=8, steps=16, temperature=1.0, seed=17,
+      mosaic_args=("--context-parallel", "3"), notes="3 ranks, 2 prompts, Gumbel-max"),
+    D("dream_cp2_maskgit_t07", **G16, steps=8, alg="maskgit_plus", temperature=0.7, seed=3,
+      mosaic_args=("--context-parallel", "2"), notes="2 ranks"),
     # Dream, schedule corners
     D("dream_steps_eq_tokens", gen_length=8, steps=8, alg="maskgit_plus", seed=1,
       notes="as many steps as positions, the most a request may ask for"),
