@@ -117,6 +117,15 @@ void print_prediction(const char* copy, double copy_ms, const char* compute, dou
              copy_ms <= compute_ms ? "hidden" : fmt::format("not hidden (about {:.2f} ms a layer exposed)", copy_ms - compute_ms));
 }
 
+// "predicted at 360 GB/s bus bandwidth and 650 TFLOP/s: collectives 83.52 ms, a rank's decoder
+// layers 193.37 ms of compute a step (43% of compute, if not overlapped)".
+void print_collective_prediction(const PlanReport& r) {
+  fmt::print("                 predicted at {:.0f} GB/s bus bandwidth and {:.0f} TFLOP/s: collectives {:.2f} ms, "
+             "a rank's decoder layers {:.2f} ms of compute a step ({:.0f}% of compute, if not overlapped)\n",
+             r.collective_bytes_per_second / 1e9, r.compute_flops_per_second / 1e12, r.collective_ms,
+             r.rank_compute_ms, r.rank_compute_ms > 0 ? 100.0 * r.collective_ms / r.rank_compute_ms : 0.0);
+}
+
 void print_report(const PlanOptions& o, const PlanReport& r) {
   fmt::print("model            {} ({}, {} layers, hidden {}, vocab {})\n", r.model, r.family, r.layers,
              r.hidden, r.vocab);
@@ -127,20 +136,14 @@ void print_report(const PlanOptions& o, const PlanReport& r) {
                "the step's {} rows each, every rank's K and V gathered ({} gathers a step, {} gathered)\n",
                r.context_parallel, r.context_rank, r.tokens, r.context_tokens, r.all_gathers,
                gib(r.all_gather_bytes));
-    fmt::print("                 predicted at {:.0f} GB/s bus bandwidth and {:.0f} TFLOP/s: collectives {:.2f} ms, "
-               "a rank's decoder layers {:.2f} ms of compute a step ({:.0f}% of compute, if not overlapped)\n",
-               r.collective_bytes_per_second / 1e9, r.compute_flops_per_second / 1e12, r.collective_ms,
-               r.rank_compute_ms, r.rank_compute_ms > 0 ? 100.0 * r.collective_ms / r.rank_compute_ms : 0.0);
+    print_collective_prediction(r);
   }
   if (r.tensor_parallel > 1) {
     fmt::print("tensor parallel  {} ranks, every figure below one rank's: heads, FFN columns and the vocabulary "
                "split; {} all-reduces a step over {} (largest {}), {} of head summaries gathered\n",
                r.tensor_parallel, r.all_reduces, gib(r.all_reduce_bytes), gib(r.largest_all_reduce_bytes),
                gib(r.head_gather_bytes));
-    fmt::print("                 predicted at {:.0f} GB/s bus bandwidth and {:.0f} TFLOP/s: collectives {:.2f} ms, "
-               "a rank's decoder layers {:.2f} ms of compute a step ({:.0f}% of compute, if not overlapped)\n",
-               r.collective_bytes_per_second / 1e9, r.compute_flops_per_second / 1e12, r.collective_ms,
-               r.rank_compute_ms, r.rank_compute_ms > 0 ? 100.0 * r.collective_ms / r.rank_compute_ms : 0.0);
+    print_collective_prediction(r);
   }
   if (r.streamed_layers > 0) {
     fmt::print("streamed         {} of {} layers' product weights in host memory ({}; {} stay on the device), "

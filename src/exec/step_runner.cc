@@ -117,7 +117,11 @@ CpuStepRunner::CpuStepRunner(const Model& model, std::optional<uint64_t> activat
 CpuStepRunner::~CpuStepRunner() = default;
 
 StepMemorySetup CpuStepRunner::memory_setup() const {
-  StepMemorySetup setup{stats_planner_.options(), logits_planner_.options(), ranks_.weight_bytes(), kCpuGranule};
+  // Under context parallelism a rank's graphs: given a batch's shape (every candidate counted as
+  // the rank's, an upper bound), they predict a rank's memory.
+  StepMemorySetup setup{context_planners_.empty() ? stats_planner_.options() : context_planners_[0]->stats.options(),
+                        context_planners_.empty() ? logits_planner_.options() : context_planners_[0]->logits.options(),
+                        ranks_.weight_bytes(), kCpuGranule};
   setup.cache_page_rows = pages_.page_rows();
   setup.cache_page_bytes = ranks_.cache_page_bytes();
   setup.cache_region_granule = 1;

@@ -444,6 +444,29 @@ class Batching(unittest.TestCase):
             server.kill()
 
 
+class ParallelRanks(unittest.TestCase):
+    """`serve --tensor-parallel 2` and `--context-parallel 2` on CPU ranks (docs/design/tensor-parallel.md,
+    context-parallel.md): concurrent requests sharing steps get the one-rank server's answers."""
+
+    def test_concurrent_requests_on_ranks_get_the_one_rank_answers(self):
+        bodies = [completion(f"ranked prompt {i}", max_tokens=16, steps=8 + 4 * (i % 2), seed=i,
+                             temperature=0.6 * (i % 2)) for i in range(4)]
+        solo = [SERVER.post("/v1/completions", b)[2]["mosaic"]["output_ids"] for b in bodies]
+        for flags in (("--tensor-parallel", "2"), ("--context-parallel", "2")):
+            server = llada_server(*flags)
+            try:
+                answers = [None] * len(bodies)
+
+                def send(i):
+                    answers[i] = server.post("/v1/completions", bodies[i])[2]["mosaic"]
+
+                concurrently(send, len(bodies))
+                for i, answer in enumerate(answers):
+                    self.assertEqual(answer["output_ids"], solo[i], f"{flags[0]}: request {i}")
+            finally:
+                server.kill()
+
+
 class Shutdown(unittest.TestCase):
     def test_sigterm_drains_the_requests_in_flight(self):
         server = llada_server()
