@@ -49,6 +49,7 @@ ModelConfig config_for(const std::string& model) {
 // Everything a request implies before any shape is planned.
 struct Setup {
   ModelConfig config;
+  ModelConfig rank_config;  // what one tensor-parallel rank computes (config itself for one rank)
   GraphOptions options;
   PlannerKind planner = PlannerKind::best;
   uint64_t workspace = 0, granule = 1;
@@ -114,14 +115,9 @@ Setup setup_for(const PlanRequest& request) {
   if (request.context_parallel < 1)
     fail("--context-parallel {}: the rank count must be at least 1", request.context_parallel);
   s.options.context_parallel = request.context_parallel;
-  if (request.context_parallel > 1) {  // each rank's x stays on its device, as under tensor parallelism
-    if (request.residual == "host")
-      fail("--residual host with --context-parallel {}: not supported yet (expected --residual auto or device)",
-           request.context_parallel);
-  }
   // One rank's weights: its shard's tensors (model/tensor_parallel.h; the norms whole on each).
-  const std::vector<WeightSpec> specs = family_weight_specs(
-      request.tensor_parallel == 1 ? s.config : tensor_parallel_config(s.config, request.tensor_parallel));
+  s.rank_config = request.tensor_parallel == 1 ? s.config : tensor_parallel_config(s.config, request.tensor_parallel);
+  const std::vector<WeightSpec> specs = family_weight_specs(s.rank_config);
   s.layer_product_bytes.assign(static_cast<size_t>(s.config.layers), 0);
   for (const WeightSpec& spec : specs) {
     uint64_t bytes = dtype_size(s.weight_dtype);
@@ -139,11 +135,12 @@ Setup setup_for(const PlanRequest& request) {
   else if (request.residual == "auto") s.residual = request.device == "cuda" ? ResidualPlacement::fit : ResidualPlacement::device;
   else if (request.residual != "device")
     fail("residual '{}' is not a placement (expected device, host or auto)", request.residual);
-  if (request.context_parallel > 1) s.residual = ResidualPlacement::device;
-  if (request.tensor_parallel > 1) {  // each rank's x stays on its device (graph/tensor_parallel.h)
+  for (const auto& [flag, ranks] : {std::pair{"tensor", request.tensor_parallel},
+                                     std::pair{"context", request.context_parallel}}) {
+    if (ranks == 1) continue;  // a rank's x stays on its device (graph/tensor_parallel.h, context_parallel.h)
     if (s.residual == ResidualPlacement::host)
-      fail("--residual host with --tensor-parallel {}: a rank's residual stream stays on its device (expected "
-           "--residual auto or device)", request.tensor_parallel);
+      fail("--residual host with --{}-parallel {}: a rank's residual stream stays on its device (expected "
+           "--residual auto or device)", flag, ranks);
     s.residual = ResidualPlacement::device;
   }
   if (s.residual == ResidualPlacement::host && request.device != "cuda")
@@ -308,11 +305,9 @@ PlanReport report_for(const PlanRequest& request, const Setup& s, const PlannedS
   report.weights_placement = request.weights;
   report.streamed_layers = static_cast<int64_t>(s.options.streamed_layers.size());
   report.device_weight_bytes = s.device_weight_bytes(), report.host_weight_bytes = s.streamed_bytes;
-  const ModelConfig rank_config =
-      s.options.tensor_parallel == 1 ? s.config : tensor_parallel_config(s.config, s.options.tensor_parallel);
   const std::vector<StagedLayer> layouts = s.options.streamed_layers.empty()
                                                ? std::vector<StagedLayer>()
-                                               : staged_layers(rank_config, s.options.staged_weight_bytes);
+                                               : staged_layers(s.rank_config, s.options.staged_weight_bytes);
   for (const int32_t layer : s.options.streamed_layers) {
     const uint64_t staged = layouts[static_cast<size_t>(layer)].bytes;
     report.staged_layer_bytes = std::max(report.staged_layer_bytes, staged);
@@ -457,12 +452,7 @@ StepShape shape_for(const PlanRequest& request, Setup& s) {
   if (request.context_parallel > 1) {
     if (!request.cached_rows.empty()) fail("--context-parallel {}: a cached step is not supported yet",
                                            request.context_parallel);
-    for (size_t i = 0; i < shape.lengths.size() && i < shape.candidates.size(); ++i)
-      if (shape.candidates[i] < 0 || shape.candidates[i] > shape.lengths[i])
-        fail("sequence {}: {} candidate rows for {} tokens (need 0 <= M <= L)", i, shape.candidates[i],
-             shape.lengths[i]);
-    if (shape.candidates.size() != shape.lengths.size())
-      fail("{} candidate counts for {} sequences", shape.candidates.size(), shape.lengths.size());
+    check_step_lengths(shape);  // before the candidates are assigned to ranks
     return context_rank_shape(std::move(shape), s);
   }
   if (request.cached_rows.empty()) return shape;

@@ -138,9 +138,7 @@ BackendChoice make_step_runner(const Model& model, const EngineOptions& options)
   // No budget: the machine's memory (RAM, or the cgroup's limit), shared by the ranks. A budget is
   // each rank's, beside its shard of the weights.
   const int64_t tensor_ranks = options.tensor_parallel, ranks = tensor_ranks * options.context_parallel;
-  if (tensor_ranks > 1) check_tensor_parallel(model.config(), tensor_ranks);
-  const uint64_t weights =
-      tensor_ranks == 1 ? model.weights().bytes : TensorParallelShard(model, 0, tensor_ranks).weights().bytes;
+  const uint64_t weights = tensor_ranks == 1 ? model.weights().bytes : tensor_parallel_rank_bytes(model, tensor_ranks);
   const uint64_t budget = options.budget ? *options.budget : host_memory_bytes() / static_cast<uint64_t>(ranks);
   if (budget <= weights) {
     if (options.budget)

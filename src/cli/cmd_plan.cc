@@ -7,6 +7,7 @@
 #include "cli/byte_size.h"
 #include "cli/commands.h"
 #include "cli/list_parse.h"
+#include "cli/parallel_flags.h"
 #include "core/error.h"
 #include "mosaic/device.h"
 #include "mosaic/plan.h"
@@ -256,16 +257,12 @@ Action register_plan(CLI::App& app) {
   command->add_option_function<double>(
       "--compute-rate", [o](double tflops) { o->request.compute_flops_per_second = tflops * 1e12; },
       "TFLOP/s the compute predictions use (default 650: LLaDA-8B's long steps on the H200)");
-  command->add_option("--tensor-parallel", o->request.tensor_parallel,
+  add_rank_count_flag(command, "--tensor-parallel", o->request.tensor_parallel,
                       "Plan one rank of N tensor-parallel ranks (heads, FFN columns and vocabulary split; --budget "
-                      "is each rank's)")
-      ->check(CLI::Range(int64_t{1}, int64_t{64}))
-      ->default_val(1);
-  command->add_option("--context-parallel", o->request.context_parallel,
+                      "is each rank's)");
+  add_rank_count_flag(command, "--context-parallel", o->request.context_parallel,
                       "Plan the busiest rank of N context-parallel ranks (each step's rows split, every rank's K and "
-                      "V gathered; --budget is each rank's)")
-      ->check(CLI::Range(int64_t{1}, int64_t{64}))
-      ->default_val(1);
+                      "V gathered; --budget is each rank's)");
   command->add_option_function<double>(
       "--collective-bandwidth", [o](double gbs) { o->request.collective_bytes_per_second = gbs * 1e9; },
       "All-reduce bus bandwidth in GB/s the collective predictions use (default 360: assumed for NVLink "

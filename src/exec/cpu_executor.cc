@@ -25,7 +25,7 @@ constexpr size_t kRoleCount = static_cast<size_t>(WeightRole::router_bias) + 1;
 
 }  // namespace
 
-CpuExecutor::CpuExecutor(const ModelConfig& config, const ModelWeights& weights, TensorParallelRank rank)
+CpuExecutor::CpuExecutor(const ModelConfig& config, const ModelWeights& weights, ParallelRank rank)
     : config_(config), weights_(weights), rank_(rank) {
   const ModelWeights& w = weights;
   const size_t layers = w.layers.size();
@@ -127,24 +127,16 @@ std::vector<float> CpuExecutor::run(const Graph& graph, const PlannedStep& plann
   for (const GraphOp& op : graph.ops) {
     if (op.rows == 0) continue;
     switch (op.kind) {
-      case OpKind::embed:
-        if (graph.tensor_parallel > 1)  // this rank's vocabulary rows; the all-reduce after it adds the others'
-          cpu::embedding_gather_share(op.rows, c.hidden, i32(op.a), w.embedding.data, w.embedding.dtype,
-                                      rank_.vocab_begin, c.vocab, f32(op.out), cols(op.out));
-        else
-          cpu::embedding_gather(op.rows, c.hidden, i32(op.a), w.embedding.data, w.embedding.dtype,
-                                f32(op.out), cols(op.out));
+      case OpKind::embed:  // the rows of ids in this rank's vocabulary (every id with one rank)
+        cpu::embedding_gather_share(op.rows, c.hidden, i32(op.a), w.embedding.data, w.embedding.dtype,
+                                    rank_.vocab_begin, c.vocab, f32(op.out), cols(op.out));
         break;
-      case OpKind::all_reduce: {
+      case OpKind::all_reduce: {  // whole rows: in place, or a partial summed then added to out
         MOSAIC_ASSERT(comm != nullptr, "an all-reduce without ranks");
-        if (!op.accumulate) {  // whole rows in place
-          MOSAIC_ASSERT(cols(op.out) == c.hidden, "an all-reduce over part of a row");
-          comm->all_reduce_sum(f32(op.out), op.rows * c.hidden);
-          break;
-        }
-        MOSAIC_ASSERT(cols(op.a) == c.hidden, "a partial of {} columns", cols(op.a));
-        comm->all_reduce_sum(f32(op.a), op.rows * c.hidden);
-        cpu::add_inplace(op.rows, c.hidden, f32(op.out), cols(op.out), f32(op.a), cols(op.a));
+        const TensorRef summed = op.accumulate ? op.a : op.out;
+        MOSAIC_ASSERT(cols(summed) == c.hidden, "an all-reduce over {} of a row's {} columns", cols(summed), c.hidden);
+        comm->all_reduce_sum(f32(summed), op.rows * c.hidden);
+        if (op.accumulate) cpu::add_inplace(op.rows, c.hidden, f32(op.out), cols(op.out), f32(op.a), cols(op.a));
         break;
       }
       case OpKind::all_gather_rows: {  // every rank's rows of K or V, rank by rank

@@ -18,9 +18,10 @@
 
 namespace mosaic {
 
-// What a tensor-parallel rank's executor needs beside its shard (model/tensor_parallel.h): the
-// global id of its first vocabulary row and the communicator joining it to the other ranks.
-struct TensorParallelRank {
+// What a rank's executor needs beside its weights: under tensor parallelism the global id of its
+// shard's first vocabulary row (model/tensor_parallel.h), and under tensor or context parallelism
+// the communicator joining it to the other ranks.
+struct ParallelRank {
   int64_t vocab_begin = 0;
   Communicator* communicator = nullptr;
 };
@@ -29,9 +30,9 @@ class CpuExecutor {
  public:
   // Converts the small per-layer vectors (norm weights, biases) to fp32 once.
   explicit CpuExecutor(const Model& model) : CpuExecutor(model.config(), model.weights()) {}
-  // One rank of tensor parallelism: `config` and `weights` are its shard's; with no communicator,
-  // one device holding every weight.
-  CpuExecutor(const ModelConfig& config, const ModelWeights& weights, TensorParallelRank rank = {});
+  // One rank: `config` and `weights` are its shard's under tensor parallelism, the model's
+  // otherwise; with no communicator, one device holding every weight.
+  CpuExecutor(const ModelConfig& config, const ModelWeights& weights, ParallelRank rank = {});
 
   // Runs `graph` with tensors at `planned`'s offsets in `arena` (grown to the plan's peak). The
   // plan may come from a larger bucket of the same structure: each tensor must fit its slot.
@@ -48,7 +49,7 @@ class CpuExecutor {
 
   const ModelConfig& config_;
   const ModelWeights& weights_;
-  TensorParallelRank rank_;
+  ParallelRank rank_;
   // [layer][role] for norms and biases; global ones at index layers().
   std::vector<std::vector<std::vector<float>>> small_;
 };

@@ -16,7 +16,7 @@ struct CpuRanks::Rank {
       : shard(tensor_parallel > 1 ? std::make_unique<TensorParallelShard>(model, rank, tensor_parallel) : nullptr),
         communicator(group != nullptr ? std::make_unique<CpuThreadCommunicator>(*group, rank) : nullptr),
         executor(config(model), weights(model),
-                 TensorParallelRank{shard ? shard->vocab_begin() : 0, communicator.get()}),
+                 ParallelRank{shard ? shard->vocab_begin() : 0, communicator.get()}),
         cache(config(model).layers, config(model).kv_dim(), page_rows) {}
 
   const ModelConfig& config(const Model& model) const { return shard ? shard->config() : model.config(); }
@@ -37,7 +37,6 @@ CpuRanks::CpuRanks(const Model& model, int64_t tensor_parallel, int64_t context_
   if (tensor_parallel > 1 && context_parallel > 1)
     fail("--tensor-parallel {} with --context-parallel {}: not supported yet (one of them at a time)", tensor_parallel,
          context_parallel);
-  if (tensor_parallel > 1) check_tensor_parallel(model.config(), tensor_parallel);
   if (context_parallel > 1 && model.config().experts > 0)
     fail("--context-parallel {}: {} is a mixture-of-experts model; context parallelism covers dense models (LLaDA, "
          "Dream) only so far", context_parallel, model.config().architecture);

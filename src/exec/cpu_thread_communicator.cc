@@ -13,7 +13,7 @@ CpuThreadGroup::CpuThreadGroup(int64_t ranks) : buffers(static_cast<size_t>(rank
 
 void CpuThreadGroup::arrive_and_wait() {
   std::unique_lock lock(mutex_);
-  if (failure_) fail("tensor-parallel step abandoned: {}", *failure_);
+  if (failure_) fail("step abandoned: {}", *failure_);
   const uint64_t generation = generation_;
   if (++waiting_ == ranks_) {
     waiting_ = 0;
@@ -24,7 +24,7 @@ void CpuThreadGroup::arrive_and_wait() {
   arrived_.wait(lock, [&] { return generation_ != generation || failure_.has_value(); });
   if (generation_ == generation) {
     --waiting_;
-    fail("tensor-parallel step abandoned: {}", *failure_);
+    fail("step abandoned: {}", *failure_);
   }
 }
 

@@ -95,9 +95,10 @@ uint64_t kv_cache_bytes(const StepMemorySetup& setup, int64_t layers, int64_t pa
 }
 
 struct CpuStepRunner::RankPlanners {
-  RankPlanners(const ModelConfig& config, int64_t ranks, int64_t rank)
-      : logits(config, graph_options(DType::f32, HeadMode::logits, 0, 1, ranks, rank)),
-        stats(config, graph_options(DType::f32, HeadMode::stats, 0, 1, ranks, rank)) {}
+  RankPlanners(const ModelConfig& config, int64_t tensor_parallel, int64_t context_parallel, int64_t context_rank)
+      : logits(config, graph_options(DType::f32, HeadMode::logits, 0, tensor_parallel, context_parallel, context_rank)),
+        stats(config, graph_options(DType::f32, HeadMode::stats, 0, tensor_parallel, context_parallel, context_rank)) {}
+  StepPlanner& of(bool keep_logits) { return keep_logits ? logits : stats; }
   StepPlanner logits, stats;
 };
 
@@ -105,23 +106,20 @@ CpuStepRunner::CpuStepRunner(const Model& model, std::optional<uint64_t> activat
                              int64_t tensor_parallel, int64_t context_parallel)
     : model_(model),
       activation_budget_(activation_budget),
-      logits_planner_(model.config(), graph_options(DType::f32, HeadMode::logits, 0, tensor_parallel)),
-      stats_planner_(model.config(), graph_options(DType::f32, HeadMode::stats, 0, tensor_parallel)),
       ranks_(model, tensor_parallel, context_parallel, cache_page_rows),
       chunker_(model.config(), kCpuGranule),
       pages_(cache_page_rows) {
-  for (int64_t r = 0; r < context_parallel && context_parallel > 1; ++r)
-    context_planners_.push_back(std::make_unique<RankPlanners>(model.config(), context_parallel, r));
+  for (int64_t r = 0; r < context_parallel; ++r)
+    planners_.push_back(std::make_unique<RankPlanners>(model.config(), tensor_parallel, context_parallel, r));
 }
 
 CpuStepRunner::~CpuStepRunner() = default;
 
 StepMemorySetup CpuStepRunner::memory_setup() const {
-  // Under context parallelism a rank's graphs: given a batch's shape (every candidate counted as
-  // the rank's, an upper bound), they predict a rank's memory.
-  StepMemorySetup setup{context_planners_.empty() ? stats_planner_.options() : context_planners_[0]->stats.options(),
-                        context_planners_.empty() ? logits_planner_.options() : context_planners_[0]->logits.options(),
-                        ranks_.weight_bytes(), kCpuGranule};
+  // A rank's graphs (under context parallelism, given a batch's shape, rank 0's with every candidate
+  // counted as its own: an upper bound).
+  StepMemorySetup setup{planners_[0]->stats.options(), planners_[0]->logits.options(), ranks_.weight_bytes(),
+                        kCpuGranule};
   setup.cache_page_rows = pages_.page_rows();
   setup.cache_page_bytes = ranks_.cache_page_bytes();
   setup.cache_region_granule = 1;
@@ -134,9 +132,9 @@ std::optional<uint64_t> CpuStepRunner::arena_budget() const {
 }
 
 uint64_t CpuStepRunner::reserve_cache(int64_t positions) {
-  if (!context_planners_.empty())
+  if (context_parallel())
     fail("--context-parallel {}: the KV cache is not supported with context parallelism yet (expected --cache none)",
-         context_planners_.size());
+         planners_.size());
   std::lock_guard lock(mutex_);
   const int64_t pages = pages_.pages_for(positions);
   const uint64_t needed = ranks_.cache_page_bytes() * static_cast<uint64_t>(pages_.high_water_after(pages));
@@ -167,7 +165,7 @@ KvCacheStats CpuStepRunner::cache_stats() const {
 StepOutput CpuStepRunner::run(const StepInput& input) {
   MOSAIC_ASSERT(std::ranges::none_of(input.device_commit, [](const auto& rule) { return rule.has_value(); }),
                 "the CPU runner does not commit on the device");
-  if (!context_planners_.empty()) return run_context_parallel(input);
+  if (context_parallel()) return run_context_parallel(input);
   const auto start = std::chrono::steady_clock::now();
   const ModelConfig& config = model_.config();
   PackedBatch packed = pack_batch(config, input.sequences);
@@ -176,7 +174,7 @@ StepOutput CpuStepRunner::run(const StepInput& input) {
   std::lock_guard lock(mutex_);
   if (cached) add_cache_views(pages_, input.sequences, shape, packed);
   StepOutput out;
-  StepPlanner& planner = input.keep_logits ? logits_planner_ : stats_planner_;
+  StepPlanner& planner = planners_[0]->of(input.keep_logits);
   out.chunks = chunker_.chunks_for(shape, planner.options(), arena_budget());
   out.last_layer_over_candidates = last_layer_over_candidates(planner.options(), out.chunks);
   const Graph graph = planner.instantiate(shape, out.chunks);
@@ -200,9 +198,7 @@ StepOutput CpuStepRunner::run_context_parallel(const StepInput& input) {
   const PackedBatch packed = pack_batch(config, input.sequences);
   const std::vector<ContextParallelPart> parts =
       split_for_context_parallel(step_shape_of(config, input.sequences), packed, ranks_.count());
-  auto planner = [&](size_t r) -> StepPlanner& {
-    return input.keep_logits ? context_planners_[r]->logits : context_planners_[r]->stats;
-  };
+  auto planner = [&](size_t r) -> StepPlanner& { return planners_[r]->of(input.keep_logits); };
   size_t widest = 0;
   for (size_t r = 0; r < parts.size(); ++r)
     if (parts[r].shape.total_candidates() > parts[widest].shape.total_candidates()) widest = r;

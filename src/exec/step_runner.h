@@ -141,10 +141,11 @@ class CpuStepRunner final : public StepRunner {
 
   const Model& model_;
   std::optional<uint64_t> activation_budget_;
-  StepPlanner logits_planner_, stats_planner_;
-  // Context parallelism: per rank, the planners of its graphs (logits, stats).
+  // The planners of a rank's graphs (logits, stats): one pair, or under context parallelism one per
+  // rank (each rank's graph holds its own rows).
   struct RankPlanners;
-  std::vector<std::unique_ptr<RankPlanners>> context_planners_;
+  std::vector<std::unique_ptr<RankPlanners>> planners_;
+  bool context_parallel() const { return planners_.size() > 1; }
   CpuRanks ranks_;
   StepChunker chunker_;
   KvPagePool pages_;

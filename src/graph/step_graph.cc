@@ -9,8 +9,7 @@
 
 namespace mosaic {
 
-Graph instantiate_step_graph(const ModelConfig& config, const StepShape& shape,
-                             const ChunkConfig& chunks, const GraphOptions& options) {
+void check_step_lengths(const StepShape& shape) {
   if (shape.lengths.empty()) fail("the step has no sequences");
   if (shape.candidates.size() != shape.lengths.size())
     fail("{} candidate counts for {} sequences", shape.candidates.size(), shape.lengths.size());
@@ -20,6 +19,11 @@ Graph instantiate_step_graph(const ModelConfig& config, const StepShape& shape,
       fail("sequence {}: {} candidate rows for {} tokens (need 0 <= M <= L)", i,
            shape.candidates[i], shape.lengths[i]);
   }
+}
+
+Graph instantiate_step_graph(const ModelConfig& config, const StepShape& shape,
+                             const ChunkConfig& chunks, const GraphOptions& options) {
+  check_step_lengths(shape);
   // Positions first, so that no size below can overflow (kMaxStepPositions).
   int64_t positions = 0;
   for (size_t i = 0; i < shape.lengths.size(); ++i) {

@@ -14,6 +14,11 @@
 
 namespace mosaic {
 
+// Throws mosaic::Error for a shape without sequences, a sequence of length <= 0, or candidate
+// counts that do not match the sequences or exceed their lengths (instantiate_step_graph checks
+// these first; a caller that reads the counts before instantiating checks them with it).
+void check_step_lengths(const StepShape& shape);
+
 // Throws mosaic::Error for an impossible shape (empty batch, a sequence of length <= 0, more
 // candidates than tokens, chunk counts < 1, a cache view or block layout that does not match).
 Graph instantiate_step_graph(const ModelConfig& config, const StepShape& shape,

@@ -88,13 +88,25 @@ TensorParallelShard::TensorParallelShard(const Model& model, int64_t rank, int64
     dst.up = leading_range(src.up, rank * ffn_rows, ffn_rows);
     dst.down = own_columns(src.down, rank * ffn_rows, ffn_rows);
   }
-  for (const LayerWeights& layer : weights_.layers)
-    for (const WeightView* view : {&layer.attn_norm, &layer.ffn_norm, &layer.q_norm, &layer.k_norm, &layer.q,
-                                   &layer.q_bias, &layer.k, &layer.k_bias, &layer.v, &layer.v_bias, &layer.o,
-                                   &layer.gate, &layer.up, &layer.down})
-      weights_.bytes += view_bytes(*view);
-  weights_.bytes += view_bytes(weights_.embedding) + view_bytes(weights_.final_norm);
-  if (!whole.tied_embeddings) weights_.bytes += view_bytes(weights_.lm_head);
+  weights_.bytes = tensor_parallel_rank_bytes(model, ranks);
+}
+
+uint64_t tensor_parallel_rank_bytes(const Model& model, int64_t ranks) {
+  const ModelConfig& whole = model.config();
+  const ModelConfig rank = tensor_parallel_config(whole, ranks);
+  const ModelWeights& w = model.weights();
+  uint64_t bytes = view_bytes(w.final_norm) + view_bytes(w.embedding) / static_cast<uint64_t>(ranks);
+  if (!whole.tied_embeddings) bytes += view_bytes(w.lm_head) / static_cast<uint64_t>(ranks);
+  for (const LayerWeights& layer : w.layers) {
+    for (const WeightView* whole_on_each : {&layer.attn_norm, &layer.ffn_norm, &layer.q_norm, &layer.k_norm})
+      bytes += view_bytes(*whole_on_each);
+    for (const WeightView* split : {&layer.q, &layer.q_bias, &layer.o, &layer.gate, &layer.up, &layer.down})
+      bytes += view_bytes(*split) / static_cast<uint64_t>(ranks);
+    // The rank's key/value heads of all of them (one head each where ranks share heads).
+    for (const WeightView* kv : {&layer.k, &layer.k_bias, &layer.v, &layer.v_bias})
+      bytes += view_bytes(*kv) / static_cast<uint64_t>(whole.kv_heads) * static_cast<uint64_t>(rank.kv_heads);
+  }
+  return bytes;
 }
 
 // Columns [first, first + cols) of a [rows, *] weight, copied so that the shard's rows are

@@ -34,6 +34,10 @@ void check_tensor_parallel(const ModelConfig& config, int64_t ranks);
 // heads, FFN width F / R and vocabulary V / R; everything else as `config`. Checks first.
 ModelConfig tensor_parallel_config(const ModelConfig& config, int64_t ranks);
 
+// The weight bytes each rank of `ranks` holds (TensorParallelShard::weights().bytes), without
+// building a shard. Checks first.
+uint64_t tensor_parallel_rank_bytes(const Model& model, int64_t ranks);
+
 // Rank `rank`'s weights of `model`, shaped as tensor_parallel_config says. Row ranges are views
 // into the model's tensors; the row-parallel projections' column ranges (o, down) are copies the
 // shard owns. `vocab_begin` is the global id of the rank's first vocabulary row.

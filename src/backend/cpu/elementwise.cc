@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "backend/cpu/widen.h"
 #include "core/error.h"
@@ -27,12 +28,8 @@ void widen_row(const void* src, DType dtype, int64_t count, float* out) {
 
 void embedding_gather(int64_t tokens, int64_t dim, const int32_t* ids, const void* table,
                       DType table_dtype, float* out, int64_t out_stride) {
-  const int64_t row_bytes = dim * static_cast<int64_t>(dtype_size(table_dtype));
-#pragma omp parallel for schedule(static) if (tokens * dim >= kMinParallelElements)
-  for (int64_t t = 0; t < tokens; ++t) {
-    const void* row = static_cast<const char*>(table) + ids[t] * row_bytes;
-    widen_row(row, table_dtype, dim, out + t * out_stride);
-  }
+  embedding_gather_share(tokens, dim, ids, table, table_dtype, 0, std::numeric_limits<int64_t>::max(), out,
+                         out_stride);
 }
 
 void embedding_gather_share(int64_t tokens, int64_t dim, const int32_t* ids, const void* table, DType table_dtype,

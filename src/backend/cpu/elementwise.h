@@ -14,7 +14,8 @@ void embedding_gather(int64_t tokens, int64_t dim, const int32_t* ids, const voi
 
 // One tensor-parallel rank's share of the embedding: `table` holds rows [first_id, first_id + rows)
 // of the vocabulary; a token of another rank's ids gets a row of zeros (the ranks' all-reduce
-// then holds every token's row exactly, since the other ranks add zeros).
+// then holds every token's row exactly, since the other ranks add zeros). embedding_gather is the
+// share of the whole vocabulary.
 void embedding_gather_share(int64_t tokens, int64_t dim, const int32_t* ids, const void* table, DType table_dtype,
                             int64_t first_id, int64_t rows, float* out, int64_t out_stride);
 
